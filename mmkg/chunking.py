@@ -1,0 +1,164 @@
+"""Sentence-aligned, token-bounded chunking.
+
+Chunks never cross a page, never split a sentence (unless one sentence alone is over the token
+bound), and keep document character offsets, so a chunk can always be cut back out of its
+document and an image can be attached to the chunk whose span holds the image's position.
+Sentence boundaries for packing come from spaCy's rule-based sentencizer on paragraph blocks:
+cheap, deterministic, and the same tokenizer the parser uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import polars as pl
+import spacy
+from spacy.language import Language
+
+from mmkg import schemas
+from mmkg.ids import content_id
+
+_BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*")
+
+
+@lru_cache(maxsize=1)
+def sentencizer() -> Language:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    n_tokens: int
+
+
+def blocks(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Paragraph blocks of ``text[start:end]`` as (start, end) with surrounding space trimmed."""
+    pos = start
+    for m in _BLOCK_BREAK.finditer(text, start, end):
+        yield from _trim(text, pos, m.start())
+        pos = m.end()
+    yield from _trim(text, pos, end)
+
+
+def _trim(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    seg = text[start:end]
+    stripped = seg.strip()
+    if stripped:
+        lead = len(seg) - len(seg.lstrip())
+        yield start + lead, start + lead + len(stripped)
+
+
+def page_ranges(text: str, page_starts: list[int]) -> list[tuple[int, int, int]]:
+    """(page_number, start, end) for each page; pages are joined by a blank line in ``text``."""
+    starts = list(page_starts) or [0]
+    out = []
+    for i, s in enumerate(starts):
+        e = starts[i + 1] - 2 if i + 1 < len(starts) else len(text)
+        out.append((i + 1, s, max(s, e)))
+    return out
+
+
+def _sentence_spans(text: str, block_spans: list[tuple[int, int]], max_tokens: int) -> list[Span]:
+    nlp = sentencizer()
+    spans: list[Span] = []
+    texts = (text[s:e] for s, e in block_spans)
+    for (bstart, _), doc in zip(block_spans, nlp.pipe(texts, batch_size=256), strict=True):
+        for sent in doc.sents:
+            toks = [t for t in sent if not t.is_space]
+            if not toks:
+                continue
+            # A single over-long "sentence" (tables, lists without punctuation) is cut by tokens.
+            for i in range(0, len(toks), max_tokens):
+                piece = toks[i : i + max_tokens]
+                spans.append(Span(bstart + piece[0].idx, bstart + piece[-1].idx + len(piece[-1]), len(piece)))
+    return spans
+
+
+def pack(spans: list[Span], max_tokens: int) -> list[tuple[int, int, int]]:
+    """Greedy packing of consecutive sentences into (start, end, n_tokens) chunks."""
+    chunks: list[tuple[int, int, int]] = []
+    cur: list[Span] = []
+    n = 0
+    for sp in spans:
+        if cur and n + sp.n_tokens > max_tokens:
+            chunks.append((cur[0].start, cur[-1].end, n))
+            cur, n = [], 0
+        cur.append(sp)
+        n += sp.n_tokens
+    if cur:
+        chunks.append((cur[0].start, cur[-1].end, n))
+    return chunks
+
+
+def chunk_documents(documents: pl.DataFrame, images: pl.DataFrame, max_tokens: int = 200) -> pl.DataFrame:
+    """Chunks of every document, each with the ids of the images that sit inside it."""
+    rows: list[dict] = []
+    for doc in documents.iter_rows(named=True):
+        text = doc["text"]
+        for page, pstart, pend in page_ranges(text, doc["page_starts"]):
+            spans = _sentence_spans(text, list(blocks(text, pstart, pend)), max_tokens)
+            for start, end, n_tokens in pack(spans, max_tokens):
+                chunk_text = text[start:end]
+                index = len(rows)
+                rows.append(
+                    {
+                        "chunk_id": content_id(doc["doc_id"], start, chunk_text),
+                        "partition": doc["partition"],
+                        "doc_id": doc["doc_id"],
+                        "chunk_index": index,
+                        "page": page if doc["kind"] == "pdf" else None,
+                        "char_start": start,
+                        "char_end": end,
+                        "n_tokens": n_tokens,
+                        "text": chunk_text,
+                        "image_ids": [],
+                    }
+                )
+    chunks = schemas.frame(rows, schemas.CHUNKS)
+    # chunk_index restarts per document
+    chunks = chunks.with_columns((pl.col("chunk_index") - pl.col("chunk_index").min().over("doc_id")).cast(pl.Int32))
+    return attach_images(chunks, images)
+
+
+def attach_images(chunks: pl.DataFrame, images: pl.DataFrame) -> pl.DataFrame:
+    """Give each image to the chunk whose span holds its offset (same page), else the nearest one.
+
+    Images without a chunk on their page (standalone images, image-only PDF pages) stay unattached.
+    """
+    if images.is_empty() or chunks.is_empty():
+        return chunks
+    by_doc: dict[str, list[dict]] = {}
+    for c in chunks.select("chunk_id", "doc_id", "page", "char_start", "char_end").iter_rows(named=True):
+        by_doc.setdefault(c["doc_id"], []).append(c)
+    attached: dict[str, list[str]] = {}
+    for img in images.sort("doc_id", "occurrence").iter_rows(named=True):
+        candidates = [c for c in by_doc.get(img["doc_id"], []) if img["page"] is None or c["page"] == img["page"]]
+        if not candidates:
+            continue
+        off = img["char_offset"] if img["char_offset"] is not None else candidates[0]["char_start"]
+
+        def distance(c: dict, off: int = off) -> int:
+            return 0 if c["char_start"] <= off <= c["char_end"] else min(abs(off - c["char_start"]), abs(off - c["char_end"]))
+
+        best = min(candidates, key=distance)
+        ids = attached.setdefault(best["chunk_id"], [])
+        if img["image_id"] not in ids:
+            ids.append(img["image_id"])
+    if not attached:
+        return chunks
+    link = pl.DataFrame(
+        {"chunk_id": list(attached), "_images": list(attached.values())},
+        schema={"chunk_id": pl.String, "_images": pl.List(pl.String)},
+    )
+    return (
+        chunks.join(link, on="chunk_id", how="left")
+        .with_columns(pl.coalesce("_images", "image_ids").alias("image_ids"))
+        .drop("_images")
+    )

@@ -1,0 +1,244 @@
+"""Reads one corpus partition (a folder of source files) into typed tables.
+
+Nothing here raises for a bad file: each problem becomes a row of ``rejected`` naming the file
+and the reason, and everything else in the partition is still read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from mmkg import schemas
+from mmkg.ids import content_id
+from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
+from mmkg.ingest.images import ImageStore, decode_and_store
+from mmkg.ingest.pdf import read_pdf
+from mmkg.ingest.records import read_records
+from mmkg.ingest.text import read_markdown, read_plain_text
+
+MARKDOWN_EXT = {".md", ".markdown"}
+TEXT_EXT = {".txt"}
+RECORD_EXT = {".json", ".jsonl"}
+PDF_EXT = {".pdf"}
+IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+SUPPORTED = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT | PDF_EXT | IMAGE_EXT
+
+Progress = Callable[[int, int, str], None]
+Links = list[tuple[Path | str, ImageRef, int]]
+
+
+@dataclass
+class IngestResult:
+    documents: pl.DataFrame
+    images: pl.DataFrame
+    rejected: pl.DataFrame
+    seconds: float
+    n_files: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+
+def list_partitions(corpus_root: Path | str) -> list[str]:
+    """Partition keys: the visible sub-folders of the corpus root."""
+    root = Path(corpus_root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"corpus root {root} does not exist or is not a folder (set MMKG_CORPUS_ROOT)")
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def partition_files(partition_dir: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in partition_dir.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(partition_dir).parts)
+    )
+
+
+class _Reader:
+    def __init__(self, corpus_root: Path, partition: str, store: ImageStore, limits: Limits):
+        self.root = corpus_root.resolve()
+        self.partition = partition
+        self.store = store
+        self.limits = limits
+        self.docs: list[dict] = []
+        self.images: list[dict] = []
+        self.rejected: list[Rejection] = []
+
+    def reject(self, rel: str, reason: str, record_key: str = "") -> None:
+        self.rejected.append(Rejection(rel, reason, record_key))
+
+    def read_bytes(self, path: Path) -> bytes:
+        size = path.stat().st_size
+        if size == 0:
+            raise Rejected("file is empty (0 bytes)")
+        if size > self.limits.max_file_bytes:
+            raise Rejected(f"file is {size:,} bytes, over the limit of {self.limits.max_file_bytes:,} (MMKG_MAX_FILE_BYTES)")
+        return path.read_bytes()
+
+    def resolve_link(self, doc: SourceDocument, target: Path | str, ref: ImageRef, line: int) -> ImageRef | None:
+        where = f"image link '{ref.source}'" + (f" (line {line})" if line else "")
+        if isinstance(target, str):
+            self.reject(doc.source_path, f"{where} is a remote URL; remote images are not fetched, copy the file into the partition", doc.record_key)
+            return None
+        resolved = target.resolve()
+        if not resolved.is_relative_to(self.root):
+            self.reject(doc.source_path, f"{where} points outside the corpus root {self.root}", doc.record_key)
+            return None
+        if not resolved.is_file():
+            self.reject(doc.source_path, f"{where} not found at {rel_posix(resolved, self.root)}", doc.record_key)
+            return None
+        ref.source = rel_posix(resolved, self.root)
+        return ref
+
+    def add(self, doc: SourceDocument) -> None:
+        doc_id = content_id(self.partition, doc.source_path, doc.record_key, doc.content_sha256)
+        self.docs.append(
+            {
+                "doc_id": doc_id,
+                "partition": self.partition,
+                "source_path": doc.source_path,
+                "record_key": doc.record_key,
+                "kind": doc.kind,
+                "title": doc.title,
+                "text": doc.text,
+                "page_starts": doc.page_starts,
+                "n_pages": len(doc.page_starts),
+                "content_sha256": doc.content_sha256,
+                "n_bytes": doc.n_bytes,
+            }
+        )
+        for occurrence, ref in enumerate(doc.images):
+            try:
+                data = ref.data
+                if data is None and ref.pil is None:
+                    data = self.read_bytes(self.root / ref.source)
+                stored = decode_and_store(data, self.store, self.limits, pil=ref.pil)  # type: ignore[arg-type]
+            except Rejected as exc:
+                self.reject(ref.source, str(exc), doc.record_key)
+                continue
+            except OSError as exc:
+                self.reject(ref.source, f"cannot read image: {exc}", doc.record_key)
+                continue
+            self.images.append(
+                {
+                    "image_id": stored.image_id,
+                    "partition": self.partition,
+                    "doc_id": doc_id,
+                    "occurrence": occurrence,
+                    "page": ref.page,
+                    "char_offset": ref.char_offset,
+                    "role": ref.role,
+                    "source": ref.source,
+                    "alt_text": ref.alt_text,
+                    "blob_path": stored.blob_path,
+                    "format": stored.format,
+                    "mode": stored.mode,
+                    "width": stored.width,
+                    "height": stored.height,
+                    "n_bytes": stored.n_bytes,
+                }
+            )
+            ref.pil = None  # let renders be freed as soon as they are stored
+
+    def read_file(self, path: Path, rel: str) -> list[tuple[SourceDocument, Links]]:
+        ext = path.suffix.lower()
+        data = self.read_bytes(path)
+        if ext in MARKDOWN_EXT:
+            return [read_markdown(path, data, rel)]
+        if ext in TEXT_EXT:
+            return [(read_plain_text(path, data, rel), [])]
+        if ext in RECORD_EXT:
+            docs, rejections = read_records(path, data, rel)
+            self.rejected.extend(rejections)
+            return docs
+        if ext in PDF_EXT:
+            doc, rejections = read_pdf(data, rel, self.limits)
+            self.rejected.extend(rejections)
+            return [(doc, [])]
+        raise Rejected(f"unsupported file type '{ext or path.name}'; supported: {', '.join(sorted(SUPPORTED))}")
+
+
+def ingest_partition(
+    corpus_root: Path | str,
+    partition: str,
+    store: ImageStore,
+    limits: Limits | None = None,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Read every file of ``corpus_root/partition``; bad files are rejected, never fatal."""
+    t0 = time.perf_counter()
+    root = Path(corpus_root)
+    pdir = root / partition
+    if not pdir.is_dir():
+        raise FileNotFoundError(
+            f"partition folder {pdir} does not exist; partitions are the sub-folders of the corpus root {root}"
+        )
+    reader = _Reader(root, partition, store, limits or Limits())
+    files = partition_files(pdir)
+    image_files: list[tuple[Path, str]] = []
+    linked: set[str] = set()
+    by_kind: dict[str, int] = {}
+    for i, path in enumerate(files):
+        rel = rel_posix(path.resolve(), reader.root) if path.resolve().is_relative_to(reader.root) else None
+        if rel is None:
+            reader.reject(rel_posix(path, root), f"symbolic link points outside the corpus root {reader.root}")
+            continue
+        if progress:
+            progress(i, len(files), rel)
+        if path.suffix.lower() in IMAGE_EXT:
+            image_files.append((path, rel))
+            continue
+        try:
+            read = reader.read_file(path, rel)
+        except Rejected as exc:
+            reader.reject(rel, str(exc))
+            continue
+        for doc, links in read:
+            for target, ref, line in links:
+                if (resolved := reader.resolve_link(doc, target, ref, line)) is not None:
+                    doc.images.append(resolved)
+                    linked.add(resolved.source)
+            reader.add(doc)
+            by_kind[doc.kind] = by_kind.get(doc.kind, 0) + 1
+    # An image file no document links to is a document of its own.
+    for path, rel in image_files:
+        if rel in linked:
+            continue
+        try:
+            data = reader.read_bytes(path)
+        except Rejected as exc:
+            reader.reject(rel, str(exc))
+            continue
+        doc = SourceDocument(
+            source_path=rel,
+            record_key="",
+            kind="image",
+            title=path.stem.replace("_", " ").replace("-", " "),
+            text="",
+            content_sha256=hashlib.sha256(data).hexdigest(),
+            n_bytes=len(data),
+            images=[ImageRef(data, rel, "standalone")],
+        )
+        n_before = len(reader.images)
+        reader.add(doc)
+        if len(reader.images) == n_before:
+            reader.docs.pop()  # the image itself was rejected: no empty document for it
+        else:
+            by_kind["image"] = by_kind.get("image", 0) + 1
+    rejected = schemas.frame(
+        ({"partition": partition, "source_path": r.source_path, "record_key": r.record_key, "stage": r.stage, "reason": r.reason} for r in reader.rejected),
+        schemas.REJECTED,
+    )
+    return IngestResult(
+        documents=schemas.frame(reader.docs, schemas.DOCUMENTS),
+        images=schemas.frame(reader.images, schemas.IMAGES),
+        rejected=rejected,
+        seconds=time.perf_counter() - t0,
+        n_files=len(files),
+        by_kind=by_kind,
+    )

