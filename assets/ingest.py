@@ -1,0 +1,67 @@
+"""Ingest group: corpus partition folder -> documents, images, rejected files."""
+
+
+from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
+
+from assets._metadata import counts, table_metadata
+from assets.partitions import corpus_partitions
+from mmkg.ingest import ingest_partition
+from resources import CorpusResource, StorageResource
+
+
+@multi_asset(
+    outs={
+        "documents": AssetOut(
+            description="One row per source document (Markdown, text, JSON record, PDF, standalone image) "
+            "with its full text and page boundaries.",
+            io_manager_key="parquet_io",
+        ),
+        "images": AssetOut(
+            description="Every decoded image occurrence; bytes stored once under their content hash.",
+            io_manager_key="parquet_io",
+        ),
+        "rejected_files": AssetOut(
+            description="Files, records and images that could not be read, with the reason.",
+            io_manager_key="parquet_io",
+        ),
+    },
+    partitions_def=corpus_partitions,
+    group_name="ingest",
+    compute_kind="python",
+)
+def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: StorageResource):
+    """Read one corpus partition folder; bad files become rows of ``rejected_files``, never failures."""
+    partition = context.partition_key
+
+    def progress(i: int, n: int, rel: str) -> None:
+        if i % 200 == 0 or i == n - 1:
+            context.log.info(f"[{i + 1}/{n}] {rel}")
+
+    result = ingest_partition(corpus.path, partition, storage.image_store(), corpus.limits(), progress)
+    for row in result.rejected.iter_rows(named=True):
+        context.log.warning(f"rejected {row['source_path']} {row['record_key']}: {row['reason']}")
+    docs, images, rejected = result.documents, result.images, result.rejected
+    yield Output(
+        docs,
+        output_name="documents",
+        metadata={
+            **table_metadata(docs, ["title", "kind", "source_path", "n_pages"], result.seconds),
+            "files_read": result.n_files,
+            "by_kind": MetadataValue.json(result.by_kind),
+            "characters": int(docs["text"].str.len_chars().sum() or 0),
+        },
+    )
+    yield Output(
+        images,
+        output_name="images",
+        metadata={
+            **table_metadata(images, ["image_id", "role", "source", "width", "height", "format"]),
+            "by_role": counts(images, "role"),
+            "megapixels": round(float((images["width"].cast(int) * images["height"].cast(int)).sum() or 0) / 1e6, 2),
+        },
+    )
+    yield Output(
+        rejected,
+        output_name="rejected_files",
+        metadata={**table_metadata(rejected, ["source_path", "record_key", "reason"]), "rejected": rejected.height},
+    )

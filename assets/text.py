@@ -1,0 +1,145 @@
+"""Text group: chunks -> sentences, entity mentions, relations -> entities -> global entity catalog."""
+
+
+import time
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, AssetOut, Config, MetadataValue, Output, asset, multi_asset
+from pydantic import Field
+
+from assets._metadata import counts, table_metadata
+from assets.partitions import corpus_partitions
+from mmkg import schemas
+from mmkg.chunking import chunk_documents
+from mmkg.entities import merge_mentions
+from mmkg.settings import get_settings
+from resources import SpacyResource
+
+
+class ChunkConfig(Config):
+    max_tokens: int = Field(default=get_settings().chunk_max_tokens, description="Upper bound on tokens per chunk.")
+
+
+@asset(
+    partitions_def=corpus_partitions,
+    group_name="text",
+    io_manager_key="parquet_io",
+    compute_kind="spacy",
+    description="Sentence-aligned, token-bounded chunks with page, document offsets and attached image ids.",
+)
+def chunks(context: AssetExecutionContext, config: ChunkConfig, documents: pl.DataFrame, images: pl.DataFrame):
+    t0 = time.perf_counter()
+    out = chunk_documents(documents, images, config.max_tokens)
+    tokens = out["n_tokens"]
+    return Output(
+        out,
+        metadata={
+            **table_metadata(out, ["chunk_index", "page", "n_tokens", "text", "image_ids"], time.perf_counter() - t0),
+            "documents_chunked": out["doc_id"].n_unique(),
+            "mean_tokens": round(float(tokens.mean() or 0), 1),
+            "max_tokens": int(tokens.max() or 0),
+            "chunks_with_images": int((out["image_ids"].list.len() > 0).sum()),
+        },
+    )
+
+
+@multi_asset(
+    outs={
+        "sentences": AssetOut(description="Sentences from the spaCy dependency parse of each chunk.", io_manager_key="parquet_io"),
+        "entity_mentions": AssetOut(
+            description="Named-entity mentions (spaCy NER) plus each chunk's document title, with canonical keys.",
+            io_manager_key="parquet_io",
+        ),
+        "relations": AssetOut(
+            description="Rule-based relation triples (MG2-RAG appendix A.1) between entities of a sentence.",
+            io_manager_key="parquet_io",
+        ),
+    },
+    ins={"chunks": AssetIn(), "documents": AssetIn()},
+    partitions_def=corpus_partitions,
+    group_name="text",
+    compute_kind="spacy",
+)
+def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataFrame, documents: pl.DataFrame):
+    """One spaCy parse per chunk feeds sentences, mentions and relations (never parsed twice)."""
+    titles = dict(documents.select("doc_id", "title").iter_rows())
+    step = max(1, chunks.height // 10)
+
+    def progress(done: int, total: int) -> None:
+        if done % step < 64 or done == total:
+            context.log.info(f"parsed {done:,}/{total:,} chunks")
+
+    result = spacy.parse(chunks, titles, progress)
+    rate = chunks.height / result.seconds if result.seconds else 0.0
+    context.log.info(f"parsed {chunks.height:,} chunks in {result.seconds:.1f}s ({rate:.0f} chunks/s) with {spacy.model}")
+    yield Output(
+        result.sentences,
+        output_name="sentences",
+        metadata={
+            **table_metadata(result.sentences, ["sent_index", "text"], result.seconds),
+            "chunks_per_second": round(rate, 1),
+            "spacy_model": spacy.model,
+        },
+    )
+    mentions = result.mentions
+    yield Output(
+        mentions,
+        output_name="entity_mentions",
+        metadata={**table_metadata(mentions, ["text", "label", "entity_key", "source"]), "by_label": counts(mentions, "label", 20)},
+    )
+    rels = result.relations
+    yield Output(
+        rels,
+        output_name="relations",
+        metadata={
+            **table_metadata(rels, ["subject", "predicate", "object", "rule"]),
+            "by_rule": counts(rels, "rule"),
+            "top_predicates": counts(rels, "predicate"),
+        },
+    )
+
+
+@asset(
+    partitions_def=corpus_partitions,
+    group_name="text",
+    io_manager_key="parquet_io",
+    compute_kind="polars",
+    description="Entities of one partition, merged by canonical key: name, label, mention/chunk/document counts.",
+)
+def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
+    t0 = time.perf_counter()
+    out = merge_mentions(entity_mentions).with_columns(pl.lit(context.partition_key).alias("partition"))
+    out = schemas.conform(out, schemas.PARTITION_ENTITIES, "entities")
+    return Output(
+        out,
+        metadata={
+            **table_metadata(out.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "n_docs"], time.perf_counter() - t0),
+            "relational": int(out["relational"].sum()),
+            "by_label": counts(out, "label", 20),
+        },
+    )
+
+
+@asset(
+    group_name="text",
+    io_manager_key="parquet_io",
+    compute_kind="polars",
+    description="All partitions' entities merged by canonical key: the entity nodes of the graph.",
+)
+def entity_catalog(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
+    t0 = time.perf_counter()
+    merged = merge_mentions(entity_mentions)
+    parts = entity_mentions.group_by("entity_key").agg(pl.col("partition").unique().sort().alias("partitions"))
+    out = schemas.conform(merged.join(parts, on="entity_key"), schemas.ENTITY_CATALOG, "entity_catalog")
+    shared = out.filter(pl.col("partitions").list.len() > 1)
+    return Output(
+        out,
+        metadata={
+            **table_metadata(out.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "partitions"], time.perf_counter() - t0),
+            "partitions": entity_mentions["partition"].n_unique(),
+            "cross_partition_entities": shared.height,
+            "cross_partition_preview": MetadataValue.md(
+                ", ".join(shared.sort("n_mentions", descending=True)["name"].head(20).to_list()) or "_none_"
+            ),
+        },
+    )

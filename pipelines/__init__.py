@@ -1,0 +1,1 @@
+"""Dagster definitions: jobs, sensors, resources and IO managers wired around the assets."""

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import polars as pl
+from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputContext
+from pydantic import Field
+
+from mmkg import schemas
+from mmkg.settings import get_settings
+
+_SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+
+
+class MissingPartitionError(FileNotFoundError):
+    pass
+
+
+class PolarsParquetIOManager(ConfigurableIOManager):
+    """Polars frames as Parquet at ``<base_dir>/<asset>/<partition>.parquet`` (``<asset>.parquet`` unpartitioned).
+
+    Frames are checked against the table's declared schema before writing, and written to a
+    temporary file then renamed, so a reader never sees half a table. An unpartitioned asset that
+    reads a partitioned one gets every partition concatenated (tables carry a ``partition`` column).
+    """
+
+    base_dir: str = Field(
+        default=str(get_settings().data_root / "tables"), description="Folder of the Parquet tables."
+    )
+
+    def _path(self, asset: str, partition: str | None) -> Path:
+        base = Path(self.base_dir) / asset
+        if partition is None:
+            return base.with_suffix(".parquet")
+        if not _SAFE_KEY.match(partition):
+            raise ValueError(
+                f"partition key {partition!r} cannot be a file name: use letters, digits, '.', '_' or '-'"
+            )
+        return base / f"{partition}.parquet"
+
+    def handle_output(self, context: OutputContext, obj: pl.DataFrame) -> None:
+        if obj is None:
+            return
+        asset = context.asset_key.path[-1]
+        if not isinstance(obj, pl.DataFrame):
+            raise TypeError(f"asset {asset} returned {type(obj).__name__}; this IO manager stores polars DataFrames")
+        if asset in schemas.TABLES:
+            obj = schemas.conform(obj, schemas.TABLES[asset], asset)
+        partition = context.partition_key if context.has_partition_key else None
+        path = self._path(asset, partition)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".parquet")
+        os.close(fd)
+        try:
+            obj.write_parquet(tmp, compression="zstd", statistics=True)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        context.add_output_metadata(
+            {"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size, "rows": obj.height}
+        )
+
+    def load_input(self, context: InputContext) -> pl.DataFrame:
+        asset = context.asset_key.path[-1]
+        if not context.has_asset_partitions:
+            return self._read(asset, [self._path(asset, None)])
+        keys = sorted(context.asset_partition_keys)
+        return self._read(asset, [self._path(asset, k) for k in keys])
+
+    def _read(self, asset: str, paths: list[Path]) -> pl.DataFrame:
+        missing = [p for p in paths if not p.exists()]
+        if missing:
+            names = ", ".join(p.stem for p in missing[:5]) + (" …" if len(missing) > 5 else "")
+            raise MissingPartitionError(
+                f"{asset}: no Parquet file for {names} under {Path(self.base_dir) / asset}; "
+                f"materialize {asset} for those partitions first"
+            )
+        schema = schemas.TABLES.get(asset)
+        if not paths:
+            return schemas.empty(schema) if schema else pl.DataFrame()
+        frames = [pl.read_parquet(p) for p in paths]
+        return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from mmkg.ingest import ImageStore
+from mmkg.settings import get_settings
+
+
+class StorageResource(ConfigurableResource):
+    """Root of everything the pipeline writes besides tables: image blobs, overlays, indexes."""
+
+    data_root: str = Field(default=str(get_settings().data_root), description="Data root (MMKG_DATA_ROOT).")
+
+    @property
+    def path(self) -> Path:
+        return Path(self.data_root)
+
+    def image_store(self) -> ImageStore:
+        return ImageStore(self.path)
