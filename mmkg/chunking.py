@@ -24,6 +24,15 @@ from mmkg.ids import content_id
 _BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*")
 
 
+# What a "token" is for the chunk budget: a word (with inner hyphens, apostrophes or dots) or one
+# punctuation mark. It tracks spaCy's tokenizer closely and costs a regex scan instead of a parse.
+_TOKEN = re.compile(r"\w+(?:[-'’.]\w+)*|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    return sum(1 for _ in _TOKEN.finditer(text))
+
+
 @lru_cache(maxsize=1)
 def sentencizer() -> Language:
     nlp = spacy.blank("en")
@@ -66,19 +75,28 @@ def page_ranges(text: str, page_starts: list[int]) -> list[tuple[int, int, int]]
 
 
 def _sentence_spans(text: str, block_spans: list[tuple[int, int]], max_tokens: int) -> list[Span]:
-    nlp = sentencizer()
     spans: list[Span] = []
     texts = (text[s:e] for s, e in block_spans)
-    for (bstart, _), doc in zip(block_spans, nlp.pipe(texts, batch_size=256), strict=True):
+    for (bstart, _), doc in zip(block_spans, sentencizer().pipe(texts, batch_size=256), strict=True):
         for sent in doc.sents:
-            toks = [t for t in sent if not t.is_space]
-            if not toks:
-                continue
+            start = bstart + sent.start_char
+            toks = list(_TOKEN.finditer(text, start, bstart + sent.end_char))
             # A single over-long "sentence" (tables, lists without punctuation) is cut by tokens.
             for i in range(0, len(toks), max_tokens):
                 piece = toks[i : i + max_tokens]
-                spans.append(Span(bstart + piece[0].idx, bstart + piece[-1].idx + len(piece[-1]), len(piece)))
+                spans.append(Span(piece[0].start(), piece[-1].end(), len(piece)))
     return spans
+
+
+def page_chunks(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int, int]]:
+    """(start, end, n_tokens) chunks of one page; a page within budget is one chunk, unsplit."""
+    bl = list(blocks(text, start, end))
+    if not bl:
+        return []
+    n = count_tokens(text[bl[0][0] : bl[-1][1]])
+    if n <= max_tokens:
+        return [(bl[0][0], bl[-1][1], n)]
+    return pack(_sentence_spans(text, bl, max_tokens), max_tokens)
 
 
 def pack(spans: list[Span], max_tokens: int) -> list[tuple[int, int, int]]:
@@ -100,13 +118,12 @@ def pack(spans: list[Span], max_tokens: int) -> list[tuple[int, int, int]]:
 def chunk_documents(documents: pl.DataFrame, images: pl.DataFrame, max_tokens: int = 200) -> pl.DataFrame:
     """Chunks of every document, each with the ids of the images that sit inside it."""
     rows: list[dict] = []
-    for doc in documents.iter_rows(named=True):
+    for doc in documents.select("doc_id", "partition", "kind", "text", "page_starts").iter_rows(named=True):
         text = doc["text"]
+        index = 0
         for page, pstart, pend in page_ranges(text, doc["page_starts"]):
-            spans = _sentence_spans(text, list(blocks(text, pstart, pend)), max_tokens)
-            for start, end, n_tokens in pack(spans, max_tokens):
+            for start, end, n_tokens in page_chunks(text, pstart, pend, max_tokens):
                 chunk_text = text[start:end]
-                index = len(rows)
                 rows.append(
                     {
                         "chunk_id": content_id(doc["doc_id"], start, chunk_text),
@@ -121,10 +138,8 @@ def chunk_documents(documents: pl.DataFrame, images: pl.DataFrame, max_tokens: i
                         "image_ids": [],
                     }
                 )
-    chunks = schemas.frame(rows, schemas.CHUNKS)
-    # chunk_index restarts per document
-    chunks = chunks.with_columns((pl.col("chunk_index") - pl.col("chunk_index").min().over("doc_id")).cast(pl.Int32))
-    return attach_images(chunks, images)
+                index += 1
+    return attach_images(schemas.frame(rows, schemas.CHUNKS), images)
 
 
 def attach_images(chunks: pl.DataFrame, images: pl.DataFrame) -> pl.DataFrame:
@@ -145,7 +160,11 @@ def attach_images(chunks: pl.DataFrame, images: pl.DataFrame) -> pl.DataFrame:
         off = img["char_offset"] if img["char_offset"] is not None else candidates[0]["char_start"]
 
         def distance(c: dict, off: int = off) -> int:
-            return 0 if c["char_start"] <= off <= c["char_end"] else min(abs(off - c["char_start"]), abs(off - c["char_end"]))
+            return (
+                0
+                if c["char_start"] <= off <= c["char_end"]
+                else min(abs(off - c["char_start"]), abs(off - c["char_end"]))
+            )
 
         best = min(candidates, key=distance)
         ids = attached.setdefault(best["chunk_id"], [])
