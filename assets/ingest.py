@@ -1,6 +1,5 @@
 """Ingest group: corpus partition folder -> documents, images, rejected files."""
 
-
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from assets._metadata import counts, table_metadata

@@ -1,6 +1,5 @@
 """Text group: chunks -> sentences, entity mentions, relations -> entities -> global entity catalog."""
 
-
 import time
 
 import polars as pl
@@ -45,7 +44,9 @@ def chunks(context: AssetExecutionContext, config: ChunkConfig, documents: pl.Da
 
 @multi_asset(
     outs={
-        "sentences": AssetOut(description="Sentences from the spaCy dependency parse of each chunk.", io_manager_key="parquet_io"),
+        "sentences": AssetOut(
+            description="Sentences from the spaCy dependency parse of each chunk.", io_manager_key="parquet_io"
+        ),
         "entity_mentions": AssetOut(
             description="Named-entity mentions (spaCy NER) plus each chunk's document title, with canonical keys.",
             io_manager_key="parquet_io",
@@ -71,7 +72,9 @@ def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataF
 
     result = spacy.parse(chunks, titles, progress)
     rate = chunks.height / result.seconds if result.seconds else 0.0
-    context.log.info(f"parsed {chunks.height:,} chunks in {result.seconds:.1f}s ({rate:.0f} chunks/s) with {spacy.model}")
+    context.log.info(
+        f"parsed {chunks.height:,} chunks in {result.seconds:.1f}s ({rate:.0f} chunks/s) with {spacy.model}"
+    )
     yield Output(
         result.sentences,
         output_name="sentences",
@@ -85,7 +88,10 @@ def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataF
     yield Output(
         mentions,
         output_name="entity_mentions",
-        metadata={**table_metadata(mentions, ["text", "label", "entity_key", "source"]), "by_label": counts(mentions, "label", 20)},
+        metadata={
+            **table_metadata(mentions, ["text", "label", "entity_key", "source"]),
+            "by_label": counts(mentions, "label", 20),
+        },
     )
     rels = result.relations
     yield Output(
@@ -113,7 +119,11 @@ def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
     return Output(
         out,
         metadata={
-            **table_metadata(out.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "n_docs"], time.perf_counter() - t0),
+            **table_metadata(
+                out.sort("n_mentions", descending=True),
+                ["name", "label", "n_mentions", "n_docs"],
+                time.perf_counter() - t0,
+            ),
             "relational": int(out["relational"].sum()),
             "by_label": counts(out, "label", 20),
         },
@@ -135,7 +145,11 @@ def entity_catalog(context: AssetExecutionContext, entity_mentions: pl.DataFrame
     return Output(
         out,
         metadata={
-            **table_metadata(out.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "partitions"], time.perf_counter() - t0),
+            **table_metadata(
+                out.sort("n_mentions", descending=True),
+                ["name", "label", "n_mentions", "partitions"],
+                time.perf_counter() - t0,
+            ),
             "partitions": entity_mentions["partition"].n_unique(),
             "cross_partition_entities": shared.height,
             "cross_partition_preview": MetadataValue.md(

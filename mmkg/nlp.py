@@ -94,8 +94,17 @@ def _parse_batch(model: str, batch_size: int, batch: Sequence[ChunkRow]) -> tupl
                 mentions.append(
                     (
                         content_id(sentence_id, ent.start_char, ent.end_char, ent.label_),
-                        partition, doc_id, chunk_id, sentence_id, ent.text, ent.label_, key,
-                        base + ent.start_char, base + ent.end_char, "ner", is_relational(ent.label_),
+                        partition,
+                        doc_id,
+                        chunk_id,
+                        sentence_id,
+                        ent.text,
+                        ent.label_,
+                        key,
+                        base + ent.start_char,
+                        base + ent.end_char,
+                        "ner",
+                        is_relational(ent.label_),
                     )
                 )
             for t in extract_relations(sent, ents):
@@ -104,8 +113,17 @@ def _parse_batch(model: str, batch_size: int, batch: Sequence[ChunkRow]) -> tupl
                 relations.append(
                     (
                         content_id(sentence_id, t.subject, t.predicate, t.object, t.rule),
-                        partition, doc_id, chunk_id, sentence_id, t.subject, skey, t.predicate,
-                        t.object, okey, t.rule, t.negated,
+                        partition,
+                        doc_id,
+                        chunk_id,
+                        sentence_id,
+                        t.subject,
+                        skey,
+                        t.predicate,
+                        t.object,
+                        okey,
+                        t.rule,
+                        t.negated,
                     )
                 )
     return sentences, mentions, relations
@@ -134,9 +152,7 @@ def parse_chunks(
 ) -> ParseResult:
     """Sentences, mentions (NER plus each chunk's document title) and rule-based relations."""
     t0 = time.perf_counter()
-    rows: list[ChunkRow] = list(
-        chunks.select("chunk_id", "partition", "doc_id", "char_start", "text").iter_rows()
-    )
+    rows: list[ChunkRow] = list(chunks.select("chunk_id", "partition", "doc_id", "char_start", "text").iter_rows())
     # Work units of ~100k characters: big enough to amortize dispatch, small enough to balance workers.
     work = list(_batches(rows, 100_000))
     sentences: list[tuple] = []
@@ -175,13 +191,27 @@ def _title_mentions(sentences: pl.DataFrame, titles: dict[str, str]) -> pl.DataF
     """A document's title is a mention in each of its chunks, anchored on the chunk's first sentence."""
     first = sentences.filter(pl.col("sent_index") == 0)
     rows = []
-    for sentence_id, partition, doc_id, chunk_id in first.select("sentence_id", "partition", "doc_id", "chunk_id").iter_rows():
+    for sentence_id, partition, doc_id, chunk_id in first.select(
+        "sentence_id", "partition", "doc_id", "chunk_id"
+    ).iter_rows():
         title = titles.get(doc_id, "")
         key = canonical_key(title)
         if not key:
             continue
         rows.append(
-            (content_id(sentence_id, "title", title), partition, doc_id, chunk_id, sentence_id, title,
-             TITLE_LABEL, key, None, None, "title", True)
+            (
+                content_id(sentence_id, "title", title),
+                partition,
+                doc_id,
+                chunk_id,
+                sentence_id,
+                title,
+                TITLE_LABEL,
+                key,
+                None,
+                None,
+                "title",
+                True,
+            )
         )
     return pl.DataFrame(rows, schema=schemas.MENTIONS, orient="row")

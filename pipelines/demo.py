@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Annotated
 
 import polars as pl
 import typer
@@ -52,7 +53,9 @@ def run(corpus_root: Path, data_root: Path, partitions: list[str] | None = None)
         timings[key] = time.perf_counter() - t0
         console.print(f"[green]✓[/] partition [bold]{key}[/] in {timings[key]:.1f}s")
     t0 = time.perf_counter()
-    result = defs.resolve_job_def("build_catalog").execute_in_process(instance=instance, resources=resources, run_config=QUIET)
+    result = defs.resolve_job_def("build_catalog").execute_in_process(
+        instance=instance, resources=resources, run_config=QUIET
+    )
     if not result.success:
         raise SystemExit("entity catalog failed; see the log above")
     timings["entity_catalog"] = time.perf_counter() - t0
@@ -78,7 +81,10 @@ def summary(data_root: Path) -> None:
     console.print(t)
     catalog = pl.read_parquet(tables / "entity_catalog.parquet")
     top = catalog.filter("relational").sort("n_mentions", descending=True).head(10)
-    console.print("[bold]Top entities:[/] " + ", ".join(f"{r['name']} ({r['label']}, {r['n_mentions']})" for r in top.iter_rows(named=True)))
+    console.print(
+        "[bold]Top entities:[/] "
+        + ", ".join(f"{r['name']} ({r['label']}, {r['n_mentions']})" for r in top.iter_rows(named=True))
+    )
     rels = frames["relations"]
     if rels.height:
         console.print("[bold]Sample relations:[/]")
@@ -91,8 +97,10 @@ def summary(data_root: Path) -> None:
 
 
 def main(
-    corpus: Path = typer.Option(None, help="Corpus root (default: MMKG_CORPUS_ROOT or the bundled sample)."),
-    data: Path = typer.Option(None, help="Data root (default: MMKG_DATA_ROOT or ./.mmkg)."),
+    corpus: Annotated[
+        Path | None, typer.Option(help="Corpus root (default: MMKG_CORPUS_ROOT or the bundled sample).")
+    ] = None,
+    data: Annotated[Path | None, typer.Option(help="Data root (default: MMKG_DATA_ROOT or ./.mmkg).")] = None,
 ) -> None:
     s = get_settings()
     corpus_root, data_root = corpus or s.corpus_root, data or s.data_root

@@ -2,15 +2,13 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-from assets.partitions import corpus_partitions
-
 PARTITIONED = AssetSelection.groups("ingest", "text") - AssetSelection.assets("entity_catalog")
 
 partition_job = define_asset_job(
     "index_partition",
     selection=PARTITIONED,
-    partitions_def=corpus_partitions,
-    description="Ingest and parse one corpus partition: documents, images, chunks, sentences, mentions, relations, entities.",
+    description="Ingest and parse one corpus partition: documents, images, chunks, sentences, mentions,"
+    " relations, entities.",
 )
 
 catalog_job = define_asset_job(

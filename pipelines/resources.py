@@ -6,7 +6,9 @@ from mmkg.settings import get_settings
 from resources import CorpusResource, PolarsParquetIOManager, SpacyResource, StorageResource
 
 
-def default_resources(corpus_root: Path | str | None = None, data_root: Path | str | None = None, **spacy: object) -> dict:
+def default_resources(
+    corpus_root: Path | str | None = None, data_root: Path | str | None = None, **spacy: object
+) -> dict:
     """Resources for one environment; ``MMKG_*`` variables supply the defaults."""
     s = get_settings()
     data = Path(data_root or s.data_root)

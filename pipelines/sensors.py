@@ -1,4 +1,3 @@
-
 from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SensorResult, sensor
 
 from assets.partitions import corpus_partitions

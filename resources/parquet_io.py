@@ -27,18 +27,14 @@ class PolarsParquetIOManager(ConfigurableIOManager):
     reads a partitioned one gets every partition concatenated (tables carry a ``partition`` column).
     """
 
-    base_dir: str = Field(
-        default=str(get_settings().data_root / "tables"), description="Folder of the Parquet tables."
-    )
+    base_dir: str = Field(default=str(get_settings().data_root / "tables"), description="Folder of the Parquet tables.")
 
     def _path(self, asset: str, partition: str | None) -> Path:
         base = Path(self.base_dir) / asset
         if partition is None:
             return base.with_suffix(".parquet")
         if not _SAFE_KEY.match(partition):
-            raise ValueError(
-                f"partition key {partition!r} cannot be a file name: use letters, digits, '.', '_' or '-'"
-            )
+            raise ValueError(f"partition key {partition!r} cannot be a file name: use letters, digits, '.', '_' or '-'")
         return base / f"{partition}.parquet"
 
     def handle_output(self, context: OutputContext, obj: pl.DataFrame) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import write_pdf
 from PIL import Image
 
-from conftest import write_pdf
 from mmkg import schemas
 from mmkg.ingest import ImageStore, Limits, ingest_partition, list_partitions
 
@@ -83,7 +83,10 @@ def test_json_and_jsonl_records(corpus: Path, tmp_path: Path, photo_path: Path):
     ]
     (corpus / "p" / "recs.json").write_text(json.dumps(records), encoding="utf-8")
     (corpus / "p" / "more.jsonl").write_text(
-        json.dumps({"id": "x", "title": "A", "text": "Alpha."}) + "\n{not json\n\n" + json.dumps({"id": "x", "title": "B", "text": "Dup."}) + "\n",
+        json.dumps({"id": "x", "title": "A", "text": "Alpha."})
+        + "\n{not json\n\n"
+        + json.dumps({"id": "x", "title": "B", "text": "Dup."})
+        + "\n",
         encoding="utf-8",
     )
     res = run(corpus, tmp_path)
@@ -242,5 +245,5 @@ def test_same_image_in_two_partitions_is_stored_once(tmp_path: Path, photo_path:
 
 def test_missing_partition_folder_is_a_clear_error(tmp_path: Path):
     (tmp_path / "c").mkdir()
-    with pytest.raises(FileNotFoundError, match="partition folder .*nope does not exist"):
+    with pytest.raises(FileNotFoundError, match=r"partition folder .*nope does not exist"):
         ingest_partition(tmp_path / "c", "nope", ImageStore(tmp_path / "d"))

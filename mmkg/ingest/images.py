@@ -68,9 +68,7 @@ def _check_size(width: int, height: int, limits: Limits) -> None:
             f"{limits.max_image_pixels:,} px (raise MMKG_MAX_IMAGE_PIXELS to accept it)"
         )
     if min(width, height) < limits.min_image_side:
-        raise Rejected(
-            f"image is {width}x{height} px, smaller than the minimum side of {limits.min_image_side} px"
-        )
+        raise Rejected(f"image is {width}x{height} px, smaller than the minimum side of {limits.min_image_side} px")
 
 
 def decode_and_store(

@@ -77,13 +77,19 @@ class _Reader:
         if size == 0:
             raise Rejected("file is empty (0 bytes)")
         if size > self.limits.max_file_bytes:
-            raise Rejected(f"file is {size:,} bytes, over the limit of {self.limits.max_file_bytes:,} (MMKG_MAX_FILE_BYTES)")
+            raise Rejected(
+                f"file is {size:,} bytes, over the limit of {self.limits.max_file_bytes:,} (MMKG_MAX_FILE_BYTES)"
+            )
         return path.read_bytes()
 
     def resolve_link(self, doc: SourceDocument, target: Path | str, ref: ImageRef, line: int) -> ImageRef | None:
         where = f"image link '{ref.source}'" + (f" (line {line})" if line else "")
         if isinstance(target, str):
-            self.reject(doc.source_path, f"{where} is a remote URL; remote images are not fetched, copy the file into the partition", doc.record_key)
+            self.reject(
+                doc.source_path,
+                f"{where} is a remote URL; remote images are not fetched, copy the file into the partition",
+                doc.record_key,
+            )
             return None
         resolved = target.resolve()
         if not resolved.is_relative_to(self.root):
@@ -231,7 +237,16 @@ def ingest_partition(
         else:
             by_kind["image"] = by_kind.get("image", 0) + 1
     rejected = schemas.frame(
-        ({"partition": partition, "source_path": r.source_path, "record_key": r.record_key, "stage": r.stage, "reason": r.reason} for r in reader.rejected),
+        (
+            {
+                "partition": partition,
+                "source_path": r.source_path,
+                "record_key": r.record_key,
+                "stage": r.stage,
+                "reason": r.reason,
+            }
+            for r in reader.rejected
+        ),
         schemas.REJECTED,
     )
     return IngestResult(

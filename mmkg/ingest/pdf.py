@@ -72,7 +72,9 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                     try:
                         pil = obj.get_bitmap(render=True).to_pil()
                     except pdfium.PdfiumError as exc:
-                        rejections.append(Rejection(rel, f"page {page_no}: embedded image {k} cannot be decoded ({exc})", source))
+                        rejections.append(
+                            Rejection(rel, f"page {page_no}: embedded image {k} cannot be decoded ({exc})", source)
+                        )
                         continue
                 if min(pil.size) < limits.min_image_side:
                     continue  # rules, bullets and spacer images are layout, not content
@@ -82,7 +84,9 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                     local = char - raw[:char].count("\r\n") - raw[:char].count("\x00") - lead
                     local = min(max(local, 0), len(text))
                 images.append(
-                    ImageRef(None, source, "embedded", offset + local if local is not None else offset, page_no, pil=pil)
+                    ImageRef(
+                        None, source, "embedded", offset + local if local is not None else offset, page_no, pil=pil
+                    )
                 )
             if len(text) < limits.min_page_chars:
                 pil = page.render(scale=limits.page_render_scale).to_pil()

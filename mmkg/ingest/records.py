@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mmkg.ingest.base import ImageRef, Rejected, Rejection, SourceDocument
-from mmkg.ingest.text import image_target, decode_text
+from mmkg.ingest.text import decode_text, image_target
 
 RecordLinks = list[tuple[Path | str, ImageRef, int]]
 
@@ -28,7 +28,7 @@ def _iter_json(text: str) -> Iterator[tuple[int, Any]]:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise Rejected("JSON must be a record object, a list of records or {\"records\": [...]}")
+        raise Rejected('JSON must be a record object, a list of records or {"records": [...]}')
     yield from enumerate(data)
 
 
@@ -42,9 +42,7 @@ def _iter_jsonl(text: str) -> Iterator[tuple[int, Any]]:
             yield lineno, Rejected(f"line {lineno} is not valid JSON: {exc.msg}")
 
 
-def read_records(
-    path: Path, data: bytes, rel: str
-) -> tuple[list[tuple[SourceDocument, RecordLinks]], list[Rejection]]:
+def read_records(path: Path, data: bytes, rel: str) -> tuple[list[tuple[SourceDocument, RecordLinks]], list[Rejection]]:
     text = decode_text(data)
     jsonl = path.suffix.lower() == ".jsonl"
     items = _iter_jsonl(text) if jsonl else _iter_json(text)

@@ -27,10 +27,7 @@ def decode_text(data: bytes) -> str:
     """Strict UTF-8 (BOM allowed) or BOM-marked UTF-16; anything else is rejected, never guessed."""
     if not data:
         raise Rejected("file is empty (0 bytes)")
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        encoding = "utf-16"
-    else:
-        encoding = "utf-8-sig"
+    encoding = "utf-16" if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else "utf-8-sig"
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start: set up, then run the linter and the test suite (extra pytest arguments pass through).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1 YOLO_OFFLINE=1
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"
