@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import psutil
@@ -20,10 +21,8 @@ class PeakMemory:
         me = psutil.Process()
         total = me.memory_info().rss
         for child in me.children(recursive=True):
-            try:
+            with contextlib.suppress(psutil.Error):  # a child may exit between listing and reading
                 total += child.memory_info().rss
-            except psutil.Error:
-                pass
         return total
 
     def _run(self) -> None:

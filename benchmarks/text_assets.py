@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory import PeakMemory  # noqa: E402
+from memory import PeakMemory
 
 console = Console()
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "twowiki" / "corpus.json"
@@ -74,7 +74,9 @@ def main(
     import polars as pl
 
     tables = work / "data" / "tables"
-    t = Table(title=f"2Wiki text assets: {n_passages:,} passages, {partitions} partition(s), {processes} parser process(es)")
+    t = Table(
+        title=f"2Wiki text assets: {n_passages:,} passages, {partitions} partition(s), {processes} parser process(es)"
+    )
     t.add_column("stage")
     t.add_column("seconds", justify="right")
     for step, sec in stage_seconds.items():
