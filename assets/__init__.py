@@ -1,6 +1,6 @@
 """Dagster asset definitions: thin wrappers over mmkg that add partitions and metadata."""
 
-from assets import ingest, text
+from assets import graph_inputs, ingest, text, vision
 from assets.partitions import corpus_partitions
 
-__all__ = ["corpus_partitions", "ingest", "text"]
+__all__ = ["corpus_partitions", "graph_inputs", "ingest", "text", "vision"]

@@ -145,6 +145,69 @@ RELATIONS = pl.Schema(
     }
 )
 
+F32 = pl.Float32
+
+IMAGE_TEXT = pl.Schema(
+    {
+        "image_id": Str,
+        "partition": Str,
+        "line_index": I32,
+        "text": Str,
+        "score": F32,
+        "x0": F32,
+        "y0": F32,
+        "x1": F32,
+        "y1": F32,
+        "quad": pl.List(F32),  # 4 corners, flat x,y pairs, clockwise from top-left
+    }
+)
+
+OBJECTS = pl.Schema(
+    {
+        "object_id": Str,
+        "partition": Str,
+        "image_id": Str,
+        "doc_id": Str,
+        "chunk_id": Str,  # the chunk whose entity prompted the object; null for unattached images
+        "entity_key": Str,
+        "entity_name": Str,
+        "backend": Str,  # ocr | ultralytics
+        "label": Str,  # matched OCR text or detector class
+        "x0": F32,
+        "y0": F32,
+        "x1": F32,
+        "y1": F32,
+        "polygons": pl.List(pl.List(F32)),  # mask outlines in pixels, flat x,y pairs
+        "score": F32,  # sigma
+        "crop_id": Str,
+        "crop_path": Str,  # relative to the data root
+    }
+)
+
+GROUNDING_FAILURES = pl.Schema(
+    {
+        "partition": Str,
+        "image_id": Str,
+        "source": Str,
+        "backend": Str,
+        "reason": Str,
+    }
+)
+
+MULTIMODAL_NODES = pl.Schema(
+    {
+        "partition": Str,
+        "entity_key": Str,
+        "name": Str,
+        "label": Str,
+        "n_sentences": I32,
+        "n_objects": I32,
+        "n_images": I32,
+        "backends": pl.List(Str),
+        "multimodal": pl.Boolean,
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
     "documents": DOCUMENTS,
     "images": IMAGES,
@@ -155,6 +218,10 @@ TABLES: dict[str, pl.Schema] = {
     "entities": PARTITION_ENTITIES,
     "entity_catalog": ENTITY_CATALOG,
     "relations": RELATIONS,
+    "image_text": IMAGE_TEXT,
+    "objects": OBJECTS,
+    "grounding_failures": GROUNDING_FAILURES,
+    "multimodal_nodes": MULTIMODAL_NODES,
 }
 
 

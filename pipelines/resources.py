@@ -3,11 +3,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmkg.settings import get_settings
-from resources import CorpusResource, PolarsParquetIOManager, SpacyResource, StorageResource
+from resources import (
+    CorpusResource,
+    GroundingResource,
+    IncidenceIOManager,
+    PolarsParquetIOManager,
+    SpacyResource,
+    StorageResource,
+)
 
 
 def default_resources(
-    corpus_root: Path | str | None = None, data_root: Path | str | None = None, **spacy: object
+    corpus_root: Path | str | None = None,
+    data_root: Path | str | None = None,
+    grounding: GroundingResource | None = None,
+    **spacy: object,
 ) -> dict:
     """Resources for one environment; ``MMKG_*`` variables supply the defaults."""
     s = get_settings()
@@ -16,5 +26,7 @@ def default_resources(
         "corpus": CorpusResource(root=str(corpus_root or s.corpus_root)),
         "storage": StorageResource(data_root=str(data)),
         "spacy": SpacyResource(**spacy),  # type: ignore[arg-type]
+        "grounding": grounding or GroundingResource(),
         "parquet_io": PolarsParquetIOManager(base_dir=str(data / "tables")),
+        "incidence_io": IncidenceIOManager(base_dir=str(data / "incidence")),
     }

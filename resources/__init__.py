@@ -1,8 +1,17 @@
 """Dagster resources: configuration and handles around the mmkg core library."""
 
 from resources.corpus import CorpusResource
+from resources.grounding import GroundingResource
 from resources.nlp import SpacyResource
+from resources.npz_io import IncidenceIOManager
 from resources.parquet_io import PolarsParquetIOManager
 from resources.storage import StorageResource
 
-__all__ = ["CorpusResource", "PolarsParquetIOManager", "SpacyResource", "StorageResource"]
+__all__ = [
+    "CorpusResource",
+    "GroundingResource",
+    "IncidenceIOManager",
+    "PolarsParquetIOManager",
+    "SpacyResource",
+    "StorageResource",
+]

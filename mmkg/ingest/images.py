@@ -35,17 +35,18 @@ class StoredImage:
 
 
 class ImageStore:
-    """Content-addressed image blobs under ``<data_root>/blobs/images/ab/abcd….ext``."""
+    """Content-addressed image blobs under ``<data_root>/blobs/<kind>/ab/abcd….ext``."""
 
-    def __init__(self, data_root: Path | str):
+    def __init__(self, data_root: Path | str, kind: str = "images"):
         self.data_root = Path(data_root)
+        self.kind = kind
 
     def path_for(self, blob_path: str) -> Path:
         return self.data_root / blob_path
 
     def put(self, data: bytes, ext: str) -> tuple[str, str]:
         image_id = bytes_id(data)
-        rel = f"blobs/images/{image_id[:2]}/{image_id}.{ext}"
+        rel = f"blobs/{self.kind}/{image_id[:2]}/{image_id}.{ext}"
         target = self.data_root / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

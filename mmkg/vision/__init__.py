@@ -1,0 +1,1 @@
+"""Entity-driven visual grounding: OCR and detector backends, objects, overlays."""
