@@ -10,13 +10,14 @@ import polars as pl
 import pytest
 from dagster import DagsterInstance, materialize
 
-from assets import ingest, text
+from assets import graph_inputs, ingest, text, vision
 from mmkg import schemas
+from mmkg.incidence import Incidence
 from mmkg.ingest import list_partitions
 from pipelines.definitions import defs
 from pipelines.resources import default_resources
 
-PARTITIONED = [ingest.ingest, text.chunks, text.parse, text.entities]
+PARTITIONED = [ingest.ingest, text.chunks, text.parse, text.entities, vision.ground_images, graph_inputs.build_nodes]
 
 
 @dataclass
@@ -158,3 +159,83 @@ def test_materialization_metadata_is_reported(built):
     assert "by_rule" in meta
     docs = built.instance.get_latest_materialization_event(AssetKey("documents")).asset_materialization.metadata
     assert docs["seconds"].value > 0 and docs["files_read"].value > 0
+
+
+def test_ocr_grounds_printed_names_and_keeps_text(built):
+    objects = table(built.data, "objects")
+    images = table(built.data, "images")
+    placard = images.filter(pl.col("source").str.ends_with("hubble_placard.jpg"))["image_id"][0]
+    found = objects.filter(pl.col("image_id") == placard)
+    # the placard reads "HUBBLE SPACE TELESCOPE / eXtreme Deep Field, 2012 / Credit: NASA and ESA"
+    assert {"nasa", "esa", "extreme deep field"} <= set(found["entity_key"])
+    assert (found["score"] > 0.5).all() and (found["backend"] == "ocr").all()
+    for row in found.iter_rows(named=True):
+        assert (built.data / row["crop_path"]).is_file()
+        assert 0 <= row["x0"] < row["x1"] and 0 <= row["y0"] < row["y1"]
+    text = table(built.data, "image_text")
+    assert "HUBBLE" in "".join(text.filter(pl.col("image_id") == placard)["text"]).upper()
+    assert table(built.data, "grounding_failures").is_empty()
+    # an overlay PNG per partition with objects, next to the tables
+    assert list((built.data / "overlays" / "space").glob("*.png"))
+
+
+def test_incidence_lines_up_with_tables(built):
+    for key in built.keys:
+        folder = built.data / "incidence" / "incidence_matrices" / key
+        smi = Incidence.load(folder / "m_smi.npz")
+        omi = Incidence.load(folder / "m_omi.npz")
+        sentences = pl.read_parquet(built.data / "tables" / "sentences" / f"{key}.parquet")
+        objects = pl.read_parquet(built.data / "tables" / "objects" / f"{key}.parquet")
+        nodes = pl.read_parquet(built.data / "tables" / "multimodal_nodes" / f"{key}.parquet")
+        mentions = pl.read_parquet(built.data / "tables" / "entity_mentions" / f"{key}.parquet")
+        assert smi.row_ids.tolist() == sentences["sentence_id"].to_list()
+        assert omi.row_ids.tolist() == objects["object_id"].to_list()
+        assert smi.col_ids.tolist() == omi.col_ids.tolist() == nodes["entity_key"].to_list()
+        # every relational mention is a 1 in its sentence's row, nothing else is
+        expected = set(mentions.filter(pl.col("relational")).select("sentence_id", "entity_key").iter_rows())
+        coo = smi.matrix.tocoo()
+        got = {(smi.row_ids[i], smi.col_ids[j]) for i, j in zip(coo.row, coo.col, strict=True)}
+        assert got == expected
+        coo = omi.matrix.tocoo()
+        assert {(omi.row_ids[i], omi.col_ids[j]) for i, j in zip(coo.row, coo.col, strict=True)} == set(
+            objects.select("object_id", "entity_key").iter_rows()
+        )
+        multimodal = set(nodes.filter(pl.col("multimodal"))["entity_key"])
+        assert multimodal == set(objects["entity_key"])
+
+
+def test_both_backends_ground_the_sample_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """OCR plus a YOLO-seg checkpoint (random weights, COCO names, tiny conf): the whole path runs."""
+    import torch
+    from conftest import SAMPLE_CORPUS
+    from test_detector import coco_names
+
+    from mmkg.vision.detector import import_ultralytics
+    from resources import GroundingResource
+
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path / "yolo"))
+    torch.manual_seed(0)
+    model = import_ultralytics().YOLO("yolov8n-seg.yaml")
+    model.model.names = coco_names()
+    model.save(tmp_path / "random-seg.pt")
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("corpus", ["computing_history"])
+    grounding = GroundingResource(
+        backends=["ocr", "ultralytics"], ultralytics_model=str(tmp_path / "random-seg.pt"), ultralytics_conf=1e-6,
+        ultralytics_imgsz=320, tau=0.0, device="cpu",
+    )  # fmt: skip
+    resources = default_resources(SAMPLE_CORPUS, tmp_path, grounding=grounding)
+    result = materialize(PARTITIONED, partition_key="computing_history", instance=instance, resources=resources)
+    assert result.success
+    objects = pl.read_parquet(tmp_path / "tables" / "objects" / "computing_history.parquet")
+    by_backend = dict(objects.group_by("backend").len().iter_rows())
+    assert by_backend.get("ocr", 0) > 0 and by_backend.get("ultralytics", 0) > 0
+    yolo = objects.filter(pl.col("backend") == "ultralytics")
+    # closed-vocabulary matching: only the COCO "person" class, assigned to PERSON entities of the chunk
+    assert set(yolo["label"]) == {"person"}
+    persons = set(pl.read_parquet(tmp_path / "tables" / "entities" / "computing_history.parquet").filter(
+        pl.col("label") == "PERSON")["entity_key"])  # fmt: skip
+    assert set(yolo["entity_key"]) <= persons
+    assert (yolo["polygons"].list.len() > 0).all()
+    nodes = pl.read_parquet(tmp_path / "tables" / "multimodal_nodes" / "computing_history.parquet")
+    assert nodes.filter(pl.col("multimodal"))["backends"].explode().unique().sort().to_list() == ["ocr", "ultralytics"]
