@@ -108,8 +108,11 @@ def ground_images(
     failures += result.failures
     objects = result.objects
     image_text = schemas.frame(text_rows, schemas.IMAGE_TEXT)
-    failures_df = schemas.frame(failures, schemas.GROUNDING_FAILURES)
-    for f in failures:
+    # the OCR pass and the OCR grounder report the same unreadable image: keep one row per backend
+    failures_df = schemas.frame(failures, schemas.GROUNDING_FAILURES).unique(
+        ["image_id", "backend"], keep="first", maintain_order=True
+    )
+    for f in failures_df.iter_rows(named=True):
         context.log.warning(f"{f['backend']} could not process {f['source'] or f['image_id']}: {f['reason']}")
 
     labels = dict(entities.select("entity_key", "label").iter_rows())
