@@ -69,15 +69,18 @@ def summary(data_root: Path) -> None:
         files = sorted((tables / name).glob("*.parquet"))
         return pl.concat([pl.read_parquet(f) for f in files]) if files else pl.DataFrame({"partition": []})
 
-    names = ["documents", "images", "chunks", "sentences", "entity_mentions", "entities", "relations", "rejected_files"]
+    names = [
+        "documents", "images", "chunks", "sentences", "entity_mentions", "entities", "relations",
+        "image_text", "objects", "multimodal_nodes", "rejected_files",
+    ]  # fmt: skip
     frames = {n: read(n) for n in names}
-    t = Table(title="Materialized tables per partition")
-    t.add_column("partition")
-    for n in names:
-        t.add_column(n, justify="right")
     parts = sorted(set(frames["documents"]["partition"].to_list()))
+    t = Table(title="Rows per table and partition")
+    t.add_column("table")
     for p in parts:
-        t.add_row(p, *[str(frames[n].filter(pl.col("partition") == p).height) for n in names])
+        t.add_column(p, justify="right")
+    for n in names:
+        t.add_row(n, *[f"{frames[n].filter(pl.col('partition') == p).height:,}" for p in parts])
     console.print(t)
     catalog = pl.read_parquet(tables / "entity_catalog.parquet")
     top = catalog.filter("relational").sort("n_mentions", descending=True).head(10)
@@ -90,6 +93,14 @@ def summary(data_root: Path) -> None:
         console.print("[bold]Sample relations:[/]")
         for r in rels.head(8).iter_rows(named=True):
             console.print(f"  ⟨{r['subject']}, {r['predicate']}, {r['object']}⟩  [dim]{r['rule']}[/]")
+    objects = frames["objects"]
+    if objects.height:
+        console.print("[bold]Grounded objects:[/]")
+        for r in objects.sort("score", descending=True).head(8).iter_rows(named=True):
+            console.print(
+                f"  {r['entity_name']} in an image, found by {r['backend']} as {r['label']!r} (σ={r['score']:.2f})"
+            )
+        console.print(f"  overlays: {data_root / 'overlays'}")
     rejected = frames["rejected_files"]
     for r in rejected.iter_rows(named=True):
         console.print(f"[yellow]rejected[/] {r['source_path']}: {r['reason']}")
