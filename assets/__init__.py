@@ -1,6 +1,6 @@
 """Dagster asset definitions: thin wrappers over mmkg that add partitions and metadata."""
 
-from assets import graph_inputs, ingest, text, vision
+from assets import embeddings, graph_inputs, index, ingest, text, vision
 from assets.partitions import corpus_partitions
 
-__all__ = ["corpus_partitions", "graph_inputs", "ingest", "text", "vision"]
+__all__ = ["corpus_partitions", "embeddings", "graph_inputs", "index", "ingest", "text", "vision"]

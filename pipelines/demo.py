@@ -53,12 +53,13 @@ def run(corpus_root: Path, data_root: Path, partitions: list[str] | None = None)
         timings[key] = time.perf_counter() - t0
         console.print(f"[green]✓[/] partition [bold]{key}[/] in {timings[key]:.1f}s")
     t0 = time.perf_counter()
-    result = defs.resolve_job_def("build_catalog").execute_in_process(
+    result = defs.resolve_job_def("publish_index").execute_in_process(
         instance=instance, resources=resources, run_config=QUIET
     )
     if not result.success:
-        raise SystemExit("entity catalog failed; see the log above")
-    timings["entity_catalog"] = time.perf_counter() - t0
+        raise SystemExit("publishing the index failed; see the log above")
+    timings["publish_index"] = time.perf_counter() - t0
+    console.print(f"[green]✓[/] entity catalog, graph and index published in {timings['publish_index']:.1f}s")
     return timings
 
 
@@ -82,7 +83,7 @@ def summary(data_root: Path) -> None:
     for n in names:
         t.add_row(n, *[f"{frames[n].filter(pl.col('partition') == p).height:,}" for p in parts])
     console.print(t)
-    catalog = pl.read_parquet(tables / "entity_catalog.parquet")
+    catalog = pl.read_parquet(tables / "entity_catalog.parquet")  # written by the publish job
     top = catalog.filter("relational").sort("n_mentions", descending=True).head(10)
     console.print(
         "[bold]Top entities:[/] "
@@ -107,11 +108,27 @@ def summary(data_root: Path) -> None:
     console.print(f"Tables under [bold]{tables}[/]; run [bold]dagster dev[/] to browse the runs.")
 
 
+SAMPLE_QUERY = "Which mission did the first woman to command a Space Shuttle lead, and what did it deploy?"
+
+
+def answer(data_root: Path, question: str) -> None:
+    from mmkg.index import Index
+
+    idx = Index.open(data_root / "index")
+    result = idx.retrieve(text=question, k=3)
+    console.print(f"\n[bold]Query:[/] {question}  [dim]({result.timings_ms['total']:.0f} ms, index {idx.version})[/]")
+    for c in result.chunks:
+        console.print(f"[bold]{c.rank}. {c.title}[/] [dim]{c.source_path} score {c.score:.4f}[/]")
+        if c.sentences:
+            console.print(f"   {c.sentences[0].text}")
+
+
 def main(
     corpus: Annotated[
         Path | None, typer.Option(help="Corpus root (default: MMKG_CORPUS_ROOT or the bundled sample).")
     ] = None,
     data: Annotated[Path | None, typer.Option(help="Data root (default: MMKG_DATA_ROOT or ./.mmkg).")] = None,
+    question: Annotated[str, typer.Option(help="Sample query answered from the published index.")] = SAMPLE_QUERY,
 ) -> None:
     s = get_settings()
     corpus_root, data_root = corpus or s.corpus_root, data or s.data_root
@@ -119,6 +136,7 @@ def main(
     timings = run(corpus_root, data_root)
     console.print(f"Done in {sum(timings.values()):.1f}s")
     summary(data_root)
+    answer(data_root, question)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-PARTITIONED = AssetSelection.groups("ingest", "text", "vision", "graph") - AssetSelection.assets("entity_catalog")
+GLOBAL = AssetSelection.assets("entity_catalog", "graph", "retrieval_index")
+PARTITIONED = AssetSelection.groups("ingest", "text", "vision", "graph", "embeddings") - GLOBAL
 
 partition_job = define_asset_job(
     "index_partition",
@@ -15,4 +16,11 @@ catalog_job = define_asset_job(
     "build_catalog",
     selection=AssetSelection.assets("entity_catalog"),
     description="Merge every partition's entity mentions into the global entity catalog.",
+)
+
+publish_job = define_asset_job(
+    "publish_index",
+    selection=GLOBAL,
+    description="Rebuild the global entity catalog and graph from every partition and publish a new index version "
+    "(a no-op version bump is skipped when nothing changed).",
 )

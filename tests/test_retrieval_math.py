@@ -1,0 +1,78 @@
+"""Eq. 2 aggregation, the activation vector u and the r0 fusion of eq. 3 on hand-computed examples."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from mmkg.retrieval import PRESETS, Granular, TopK, activation, get_preset, keep_top_k, mean_pool, seed_distribution
+
+# 4 sentences x 3 entity nodes; 2 objects x 3 nodes
+M_SMI = sp.csr_array(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 1]], dtype=np.float32))
+M_OMI = sp.csr_array(np.array([[1, 0, 0], [0, 0, 1]], dtype=np.float32))
+
+
+def test_mean_pool_is_degree_normalized():
+    s = np.array([0.8, 0.4, 0.0, 0.6], dtype=np.float32)
+    # node 0: sentences 0,1 -> (0.8 + 0.4) / 2; node 1: sentences 0,3 -> (0.8 + 0.6) / 2; node 2: 2,3 -> 0.6 / 2
+    np.testing.assert_allclose(mean_pool(M_SMI, s), [0.6, 0.7, 0.3], rtol=1e-6)
+
+
+def test_mean_pool_node_without_units_is_zero():
+    m = sp.csr_array(np.array([[1, 0]], dtype=np.float32))
+    np.testing.assert_allclose(mean_pool(m, np.array([0.5])), [0.5, 0.0])
+
+
+def test_activation_vector_layout_and_eq2():
+    g = Granular(
+        chunk=np.array([0.5, 0.0]),
+        sentence=np.array([0.8, 0.4, 0.0, 0.6]),
+        image=np.array([0.9]),
+        object=np.array([0.2, 0.4]),
+    )
+    u = activation(g, M_SMI, M_OMI, omega_c=2.0, omega_i=0.5)
+    # [ω_C s_C ; ω_I s_I ; s_M], s_M = sentence mean + object mean
+    s_m = np.array([0.6 + 0.2, 0.7 + 0.0, 0.3 + 0.4])
+    np.testing.assert_allclose(u, [1.0, 0.0, 0.45, *s_m], rtol=1e-6)
+
+
+def test_seed_distribution_fuses_and_normalizes():
+    p = get_preset("default", lambda_t=1.0, lambda_v=0.5)
+    u_t = np.array([1.0, 0.0, 1.0])
+    u_v = np.array([0.0, 2.0, 0.0])
+    r0 = seed_distribution(u_t, u_v, p)
+    np.testing.assert_allclose(r0, np.array([1.0, 1.0, 1.0]) / 3)
+    np.testing.assert_allclose(seed_distribution(u_t, None, p), [0.5, 0.0, 0.5])
+    cut = seed_distribution(np.array([0.5, 0.3, 0.2]), None, p.override(seed_top_k=2))
+    np.testing.assert_allclose(cut, [0.625, 0.375, 0.0])
+
+
+def test_seed_distribution_errors():
+    p = PRESETS["default"]
+    with pytest.raises(ValueError, match="text, an image or both"):
+        seed_distribution(None, None, p)
+    with pytest.raises(ValueError, match="activated no seed node"):
+        seed_distribution(np.zeros(3), None, p)
+
+
+def test_keep_top_k_respects_mask_and_drops_negatives():
+    s = np.array([0.9, -0.2, 0.5, 0.7])
+    np.testing.assert_allclose(keep_top_k(s, 2), [0.9, 0, 0, 0.7])
+    np.testing.assert_allclose(keep_top_k(s, 2, allowed=np.array([False, True, True, False])), [0, 0, 0.5, 0])
+    np.testing.assert_allclose(keep_top_k(s, 10), [0.9, 0, 0.5, 0.7])
+    np.testing.assert_allclose(keep_top_k(s, 0), [0, 0, 0, 0])
+
+
+def test_presets_follow_table5_and_override():
+    evqa = PRESETS["evqa"]
+    assert (evqa.alpha, evqa.omega_c, evqa.omega_i, evqa.lambda_t, evqa.lambda_v) == (0.20, 0.8, 1.6, 0.1, 1.0)
+    assert evqa.text_topk == TopK(60, 3, 2, 3) and evqa.visual_topk == TopK(200, 70, 2, 5)
+    assert PRESETS["crisis_bc"].visual_topk == TopK(3, 1, 1, 1)
+    assert set(PRESETS) == {"evqa", "infoseek", "scienceqa", "crisis_bc", "crisis_mc", "default"}
+    p = get_preset("scienceqa", alpha=0.5, text_topk_chunk=7)
+    assert p.alpha == 0.5 and p.text_topk.chunk == 7 and p.text_topk.sentence == 10
+    with pytest.raises(ValueError, match="unknown retrieval parameter"):
+        get_preset("default", damping=0.3)
+    with pytest.raises(ValueError, match="unknown preset"):
+        get_preset("nope")
