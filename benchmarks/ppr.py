@@ -15,6 +15,7 @@ Each engine runs queries until ``--budget`` seconds are spent (at least ``--min-
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -31,6 +32,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 from scipy.spatial import cKDTree
+from threadpoolctl import threadpool_limits
 
 if TYPE_CHECKING:
     import torch
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from mmkg.ppr import PPRGraph, ppr_cg, ppr_igraph, ppr_scipy, ppr_torch, resolve_device, transition_matrix  # noqa: E402
 
-console = Console()
+console = Console(width=150)
 
 
 def _symmetric(n: int, rows: np.ndarray, cols: np.ndarray, rng: np.random.Generator) -> sp.csr_array:
@@ -173,12 +175,21 @@ def main(
     min_queries: Annotated[int, typer.Option(help="queries run regardless of the budget")] = 3,
     device: Annotated[str, typer.Option(help="torch device: auto, cpu, cuda")] = "auto",
     torch_single: Annotated[bool, typer.Option(help="also time torch one query at a time")] = False,
+    threads: Annotated[int, typer.Option(help="OpenMP/BLAS/torch CPU threads (0: leave the defaults)")] = 1,
     seed: int = 0,
 ) -> None:
     import torch
 
+    if threads > 0:
+        # PRPACK runs OpenMP loops; with spare cores absent (a shared box) each sweep waits out scheduler slices,
+        # which made it up to 300x slower here. One thread for every engine keeps the comparison like for like.
+        threadpool_limits(threads)
+        torch.set_num_threads(threads)
     dev = resolve_device(device)
-    console.print(f"torch device: {dev}, torch threads: {torch.get_num_threads()}")
+    console.print(
+        f"torch device: {dev}; CPU threads: {threads or 'default'}; cores: {os.cpu_count()}; "
+        f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     prep_table = Table(title="One-time preparation (s)")
     for col in ("graph", "n", "edges", "transition_matrix", "cg: S", "igraph.Graph", f"torch {dev.type}"):
         prep_table.add_column(col, justify="right")
@@ -216,6 +227,7 @@ def main(
             del g, A
     console.print(prep_table)
     console.print(table)
+    console.print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

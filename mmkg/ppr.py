@@ -14,8 +14,10 @@ Engines (all share one signature, see :data:`ENGINES`):
 * ``cg`` (default) — conjugate gradient on the symmetrized system ``(I - α D^{-1/2} A D^{-1/2}) y = b``. The
   undirected graph makes that matrix symmetric positive definite with spectrum in ``[1-α, 1+α]``, so CG needs
   ``O(sqrt((1+α)/(1-α)))`` sweeps per decade instead of power iteration's ``O(1/log(1/α))`` — about 4x fewer
-  mat-vecs at α = 0.85. Local push (Andersen–Chung–Lang) does not help here: an L1 error of 1e-6 forces the
-  push threshold so low that it sweeps the whole graph anyway, with a worse memory-access pattern.
+  mat-vecs at α = 0.85. Two exact locality tricks on top: while the seeds' k-hop ball is small, CG runs on that
+  ball only (after k steps nothing outside it is non-zero), and nodes are renumbered by reverse Cuthill–McKee
+  once per graph so mat-vecs read memory nearly in order. Classic local push (Andersen–Chung–Lang) is not used:
+  an L1 guarantee of 1e-6 forces its threshold so low that it sweeps the whole graph at Python speed.
 * ``scipy`` — plain power iteration of eq. 4 with sparse mat-vec (sparse @ dense for batches).
 * ``igraph`` — igraph PRPACK, the reference (one call per query).
 * ``torch`` — batched power iteration with a torch sparse CSR matrix, on CUDA when available.
@@ -40,8 +42,9 @@ DEFAULT_EPS = 1e-6
 DEFAULT_MAX_ITER = 1000
 # float32 sums over ~1e6 entries carry ~1e-7 relative rounding noise; a 1e-6 L1 target sits on that noise floor.
 FLOAT32_MIN_EPS = 1e-5
-# The CG engine works on the seeds' hop-ball while it holds at most this fraction of the nodes (see _Ball).
-LOCAL_FRACTION = 0.25
+# The CG engine works on the seeds' hop-ball while its rows hold at most this fraction of the graph's stored
+# entries (see _Ball); beyond that, building the ball's operator costs more than it saves.
+LOCAL_FRACTION = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,15 +55,13 @@ class SymmetricOperator:
     sqrt_degree: np.ndarray
     perm: np.ndarray | None
 
-    def to_internal(self, R: np.ndarray) -> np.ndarray:
-        return R if self.perm is None else R[self.perm]
+    inverse: np.ndarray | None  # original node j is internal inverse[j]
 
-    def to_original(self, X: np.ndarray) -> np.ndarray:
-        if self.perm is None:
-            return X
-        out = np.empty_like(X)
-        out[self.perm] = X
-        return out
+    def internal_ids(self, original: np.ndarray) -> np.ndarray:
+        return original if self.inverse is None else self.inverse[original]
+
+    def original_ids(self, internal: np.ndarray) -> np.ndarray:
+        return internal if self.perm is None else self.perm[internal]
 
 
 @dataclass(eq=False)
@@ -86,12 +87,14 @@ class PPRGraph:
             rows = np.repeat(np.arange(self.n), np.diff(self.W.indptr))
             data = self.W.data * sq[self.W.indices] / sq[rows]  # D^{-1/2} W D^{1/2}
             S = sp.csr_array((data, self.W.indices, self.W.indptr), shape=self.W.shape)
-            perm = None
+            perm = inverse = None
             if self.reorder and self.n > 1:
                 perm = reverse_cuthill_mckee(S, symmetric_mode=True).astype(np.int64)
+                inverse = np.empty_like(perm)
+                inverse[perm] = np.arange(self.n)
                 S, sq = S[perm][:, perm], sq[perm]
                 S.sort_indices()
-            self._cache["symmetric"] = SymmetricOperator(S=sp.csr_array(S), sqrt_degree=sq, perm=perm)
+            self._cache["symmetric"] = SymmetricOperator(sp.csr_array(S), sq, perm, inverse)
         return self._cache["symmetric"]
 
     def adjacency_upper(self) -> sp.coo_array:
@@ -294,20 +297,36 @@ class _Ball:
         self.S = S
         self.loc = np.full(S.shape[0], -1, dtype=np.int64)
         self.loc[seeds] = np.arange(seeds.size)
+        self.row_len = np.diff(S.indptr)
+        self.volume = int(self.row_len[seeds].sum())  # stored entries in the ball's rows: the cost of a step
         self.nodes = seeds
         self.frontier = seeds
         self.hops = 0
         self.closed = False  # no new node reachable: the ball is the seeds' connected components
 
     def grow(self) -> None:
+        self._undo = (self.nodes.size, self.volume, self.frontier)
         off, _ = _row_offsets(self.S.indptr, self.frontier)
-        nbrs = np.unique(self.S.indices[off])
-        new = nbrs[self.loc[nbrs] < 0]
+        cand = self.S.indices[off]
+        cand = cand[self.loc[cand] < 0]
+        # de-duplicate without sorting: each node keeps exactly one of its occurrences, whichever write landed
+        slot = np.arange(cand.size)
+        self.loc[cand] = slot
+        new = cand[self.loc[cand] == slot]
         self.loc[new] = np.arange(self.nodes.size, self.nodes.size + new.size)
         self.nodes = np.concatenate([self.nodes, new])
+        self.volume += int(self.row_len[new].sum())
         self.frontier = new
         self.hops += 1
         self.closed = new.size == 0
+
+    def undo_grow(self) -> None:
+        """Forget the last hop (it overshot the size budget)."""
+        size, self.volume, self.frontier = self._undo
+        self.loc[self.nodes[size:]] = -1
+        self.nodes = self.nodes[:size]
+        self.hops -= 1
+        self.closed = False
 
     def operator(self) -> sp.csr_array:
         """``S`` restricted to the ball, in local indices (entries leaving the ball are dropped: they only ever
@@ -346,21 +365,28 @@ def ppr_cg(
     doubles the error relative to the mass of x. A column stops when that bound is ≤ eps, confirmed with an
     explicitly recomputed residual (CG's recursive one can drift); if the check fails CG restarts from there.
 
-    While the seeds' hop-ball (see :class:`_Ball`) holds at most ``local_fraction`` of the nodes, CG runs on that
-    ball only (0 disables this)."""
+    While the seeds' hop-ball (see :class:`_Ball`) holds at most ``local_fraction`` of the graph's stored entries,
+    CG runs on that ball only (0 disables this)."""
     R0, squeeze = _prepare(g, r0, alpha, eps, max_iter)
     op = g.symmetric()
-    R0 = op.to_internal(R0)
     n, q = R0.shape
-    out = np.zeros_like(R0)
+    out = np.zeros_like(R0)  # caller's node order; R0 stays in it too, only touched rows get permuted
     active = np.arange(q)
-    seeds = np.flatnonzero(R0.any(axis=1))
-    ball = _Ball(op.S, seeds) if seeds.size <= local_fraction * n else None
+    seeds = op.internal_ids(np.flatnonzero(R0.any(axis=1)))
+    budget = local_fraction * op.S.nnz
+    ball = _Ball(op.S, seeds) if local_fraction > 0 else None
+    if ball is not None and ball.volume > budget:
+        ball = None
     if ball is not None:  # start on the seeds alone; the first step grows the ball
         nodes, S, sqv = ball.nodes, sp.csr_array((seeds.size, seeds.size)), op.sqrt_degree[seeds]
     else:
         nodes, S, sqv = None, op.S, op.sqrt_degree
-    B = (1.0 - alpha) * (R0 if nodes is None else R0[nodes]) / sqv[:, None]
+    B = (1.0 - alpha) * R0[op.original_ids(np.arange(n) if nodes is None else nodes)] / sqv[:, None]
+
+    def store(columns: np.ndarray, Y: np.ndarray) -> None:
+        rows = op.original_ids(np.arange(n) if nodes is None else nodes)
+        out[np.ix_(rows, active[columns])] = sqv[:, None] * Y
+
     Y = np.zeros_like(B)
     Res = B.copy()
     P = Res.copy()
@@ -377,9 +403,11 @@ def ppr_cg(
         # Iterates now live on the k-hop ball; this step's products reach hop k+1, which the domain must hold.
         if ball is not None and ball.hops < k + 1 and not ball.closed:
             target = k + 1 + max(1, (k + 1) // 2)  # grow a few hops ahead so rebuilds stay rare
-            while ball.hops < target and not ball.closed and ball.nodes.size <= local_fraction * n:
+            while ball.hops < target and not ball.closed and ball.volume <= budget:
                 ball.grow()
-            if ball.nodes.size <= local_fraction * n:
+            if ball.volume > budget and ball.hops > k + 1:
+                ball.undo_grow()  # stay local as long as possible: the ball one hop smaller still suffices
+            if ball.volume <= budget:
                 nodes, S, sqv = ball.nodes, ball.operator(), op.sqrt_degree[ball.nodes]
                 B, Y, Res, P = (_pad_rows(X, nodes.size) for X in (B, Y, Res, P))
             else:  # the ball is no longer small: continue on the whole graph
@@ -396,11 +424,7 @@ def ppr_cg(
             true_res = B[:, idx] - Yd + alpha * _spmm(S, Yd)
             ok = error_bound(Yd, true_res, np.empty_like(Yd)) <= eps
             finished = idx[ok]
-            x = sqv[:, None] * Y[:, finished]
-            if nodes is None:
-                out[:, active[finished]] = x
-            else:
-                out[np.ix_(nodes, active[finished])] = x
+            store(finished, Y[:, finished])
             restart = idx[~ok]  # recursive residual drifted: restart CG from the current iterate
             Res[:, restart] = true_res[:, ~ok]
             P[:, restart] = true_res[:, ~ok]
@@ -415,28 +439,26 @@ def ppr_cg(
         AP = _spmm(S, P)
         AP *= -alpha
         AP += P  # AP = (I - αS) P
-        step = rr / np.einsum("ij,ij->j", P, AP)
+        pap = np.einsum("ij,ij->j", P, AP)
+        step = np.divide(rr, pap, out=np.zeros_like(rr), where=pap > 0)  # 0 once a residual is exactly zero
         Y += np.multiply(P, step, out=tmp)
         Res -= np.multiply(AP, step, out=tmp)
         rr_new = np.einsum("ij,ij->j", Res, Res)
-        P *= rr_new / rr
+        P *= np.divide(rr_new, rr, out=np.zeros_like(rr), where=rr > 0)
         P += Res
         rr = rr_new
     else:
-        x = sqv[:, None] * Y
-        if nodes is None:
-            out[:, active] = x
-        else:
-            out[np.ix_(nodes, active)] = x
+        store(np.arange(active.size), Y)
         _warn_not_converged("cg", max_iter, active, error_bound(Y, Res, tmp))
-    return _finish(op.to_original(out), squeeze)
+    return _finish(out, squeeze)
 
 
 def ppr_igraph(
     g: PPRGraph, r0: np.ndarray, alpha: float, eps: float = DEFAULT_EPS, max_iter: int = DEFAULT_MAX_ITER
 ) -> np.ndarray:
     """Reference: igraph PRPACK, one call per query column. PRPACK solves to its own 1e-10 tolerance, so
-    ``eps`` and ``max_iter`` are only validated. Note PRPACK rebuilds its internal graph on every call."""
+    ``eps`` and ``max_iter`` are only validated. PRPACK rebuilds its internal graph on every call, and its OpenMP
+    loops stall badly when the cores are busy (limit them with ``threadpoolctl.threadpool_limits(1)``)."""
     R0, squeeze = _prepare(g, r0, alpha, eps, max_iter)
     graph = g.to_igraph()
     out = np.empty_like(R0)

@@ -131,3 +131,65 @@ def test_reader_keeps_its_version_while_a_new_one_is_published(built: Built):
     assert rerun.success
     assert Index.open(built.data / "index").version == new.version
     doc.unlink()
+
+
+def test_sample_graph_loads_everywhere_and_engines_agree(built: Built):
+    import numpy as np
+    import torch
+
+    from mmkg.graph import Graph
+    from mmkg.ppr import ENGINES, personalized_pagerank, transition_matrix
+
+    idx = Index.open(built.data / "index")
+    g = Graph.load(idx.folder)
+    counts = g.counts()
+    assert counts["chunk_nodes"] == idx.n_chunks and counts["image_nodes"] == idx.n_images
+    assert g.adjacency.indices.dtype == np.int32 and g.adjacency.data.dtype == np.float32
+    assert (g.adjacency != g.adjacency.T).nnz == 0
+    ig = g.to_igraph()
+    assert ig.vcount() == g.n and ig.ecount() == counts["edges"]
+    t = g.to_torch()
+    assert t.layout == torch.sparse_csr and tuple(t.shape) == (g.n, g.n)
+    # grounding edges carry σ: every object's (entity, image) pair is an edge weighted by its best σ
+    nodes = g.nodes
+    ent = dict(
+        zip(
+            nodes.filter(nodes["kind"] == "entity")["key"], nodes.filter(nodes["kind"] == "entity")["node"], strict=True
+        )
+    )
+    img = dict(
+        zip(nodes.filter(nodes["kind"] == "image")["key"], nodes.filter(nodes["kind"] == "image")["node"], strict=True)
+    )
+    for o in idx.objects.iter_rows(named=True):
+        assert g.adjacency[ent[o["entity_key"]], img[o["image_id"]]] >= o["score"] - 1e-6
+    # every engine gives the same ranking on the real graph
+    pg = transition_matrix(g.adjacency)
+    r0 = np.zeros(g.n)
+    r0[[0, 3, idx.n_chunks + idx.n_images + 5]] = [0.5, 0.3, 0.2]
+    ref = personalized_pagerank(pg, r0, 0.85, engine="igraph")
+    for name in ENGINES:
+        r = personalized_pagerank(pg, r0, 0.85, engine=name)
+        tol = 1e-5 if name == "torch" and torch.cuda.is_available() else 1e-6  # float32 on GPU
+        assert np.abs(r - ref).sum() <= tol, name
+        assert list(np.argsort(-r)[:10]) == list(np.argsort(-ref)[:10]), name
+
+
+def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Tables over the ANN threshold are searched through LanceDB's index; small IVF_FLAT here is exact."""
+    import mmkg.index.publish as publish
+
+    data = tmp_path / "data"
+    shutil.copytree(built.data, data, ignore=shutil.ignore_patterns("index"))
+    monkeypatch.setattr(publish, "ANN_MIN_ROWS", 100)
+    monkeypatch.setattr(publish, "ANN_INDEX_TYPE", "IVF_FLAT")
+    resources = default_resources(built.corpus, data)
+    assert materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=resources, selection=GLOBAL).success
+    ann = Index.open(data / "index")
+    assert ann.manifest.ann_indexed == ["sentences"] and "sentences" in ann.tables
+    exact = Index.open(built.data / "index")
+    q = "Who found a moth in the Harvard Mark II relay?"
+    a, e = ann.retrieve(text=q, k=5), exact.retrieve(text=q, k=5)
+    assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in e.chunks]
+    assert a.chunks[0].sentences[0].text == e.chunks[0].sentences[0].text
+    filtered = ann.retrieve(text=q, k=5, filters={"partition": "space"})
+    assert {c.partition for c in filtered.chunks} == {"space"}

@@ -32,6 +32,7 @@ class Manifest(BaseModel):
     graph_fingerprint: str
     lance_versions: dict[str, int]  # LanceDB table -> table version this index pins
     counts: dict[str, int]
+    ann_indexed: list[str] = Field(default_factory=list)  # LanceDB tables searched through their ANN index
 
     def write(self, folder: Path) -> None:
         _atomic_write(folder / MANIFEST, self.model_dump_json(indent=2))

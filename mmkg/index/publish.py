@@ -25,6 +25,8 @@ from mmkg.index.manifest import CURRENT, EncoderSpec, Manifest, current_version,
 
 GRANULARITIES = ("chunks", "sentences", "images", "objects")
 ID_COLUMN = {"chunks": "chunk_id", "sentences": "sentence_id", "images": "image_id", "objects": "object_id"}
+ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
+ANN_INDEX_TYPE = "IVF_PQ"
 _SAFE_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -78,12 +80,16 @@ def publish_index(
     vectors: dict[str, pl.DataFrame],
     payload: dict[str, pl.DataFrame],
     mentions: pl.DataFrame,
+    ann_min_rows: int | None = None,
+    ann_index_type: str | None = None,
 ) -> PublishResult:
     """Publish a new version from every partition's vectors and tables; reuse the current one if unchanged.
 
     ``vectors[g]`` has the id column of granularity g, ``partition``, ``doc_id`` and ``vector``;
     ``payload`` holds the chunk, sentence, image and object tables that results quote from.
     """
+    ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
+    ann_index_type = ann_index_type or ANN_INDEX_TYPE
     root.mkdir(parents=True, exist_ok=True)
     parts, graph_fp = fingerprint(vectors, graph)
     previous: Manifest | None = None
@@ -103,6 +109,7 @@ def publish_index(
     db = lancedb.connect(str(root / "lance"))
     existing = set(db.list_tables().tables)
     lance_versions: dict[str, int] = {}
+    ann: list[str] = []
     for name in GRANULARITIES:
         df = vectors[name]
         if name not in existing:
@@ -115,6 +122,18 @@ def publish_index(
             fresh = df.filter(pl.col("partition").is_in(changed))
             if fresh.height:
                 tbl.add(_arrow(fresh, name, encoder.dim))
+        rows = tbl.count_rows()
+        if rows >= ann_min_rows:
+            # Large tables get an ANN index (rebuilt after each update so new rows are indexed too).
+            tbl.create_index(
+                metric="cosine",
+                vector_column_name="vector",
+                index_type=ann_index_type,
+                num_partitions=max(1, int(rows**0.5)),
+                num_sub_vectors=max(1, encoder.dim // 16),
+                replace=True,
+            )
+            ann.append(name)
         lance_versions[name] = tbl.version
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
@@ -152,6 +171,7 @@ def publish_index(
         partitions=parts,
         graph_fingerprint=graph_fp,
         lance_versions=lance_versions,
+        ann_indexed=ann,
         counts=counts,
     )
     manifest.write(folder)  # last file of the version: its presence means the version is complete

@@ -8,6 +8,7 @@ ever pasted into a query string.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -25,6 +26,7 @@ from mmkg.index.publish import GRANULARITIES
 from mmkg.retrieval import Granular, Preset, activation, get_preset, keep_top_k, seed_distribution
 
 FILTER_KEYS = ("doc_id", "partition", "source_path")
+_HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,7 @@ class ObjectHit:
     image_id: str
     entity_name: str
     backend: str
-    sigma: float
-    score: float
+    sigma: float  # grounding confidence of the object
 
 
 @dataclass
@@ -115,32 +116,34 @@ class Index:
         db = lancedb.connect(str(root / "lance"))
         self.vectors: dict[str, np.ndarray] = {}
         self.meta: dict[str, pl.DataFrame] = {}
+        self.tables: dict[str, Any] = {}  # ANN-indexed LanceDB tables, searched in place
+        self.positions: dict[str, dict[str, int]] = {}
+        dim = manifest.encoder.dim
         for name in GRANULARITIES:
             tbl = db.open_table(name)
             tbl.checkout(manifest.lance_versions[name])
-            data = pl.from_arrow(tbl.to_arrow())
-            assert isinstance(data, pl.DataFrame)
             ids = order[name]
+            self.positions[name] = {key: i for i, key in enumerate(ids)}
             pos = pl.DataFrame({"id": ids, "_pos": np.arange(len(ids))}, schema={"id": pl.String, "_pos": pl.Int64})
+            if name in manifest.ann_indexed:
+                self.tables[name] = tbl
+                scan = tbl.search().select(["id", "partition", "doc_id"]).limit(tbl.count_rows()).to_arrow()
+                data = pl.from_arrow(scan)
+            else:
+                data = pl.from_arrow(tbl.to_arrow())
+            assert isinstance(data, pl.DataFrame)
             aligned = pos.join(data, on="id", how="left").sort("_pos")
-            if aligned["vector"].null_count():
-                raise ValueError(f"{folder}: {aligned['vector'].null_count()} {name} rows have no vector in LanceDB")
-            dim = manifest.encoder.dim
-            self.vectors[name] = (
-                aligned["vector"].to_numpy().reshape(len(ids), dim).astype(np.float32)
-                if ids
-                else np.zeros((0, dim), np.float32)
-            )
+            if aligned["doc_id"].null_count():
+                raise ValueError(f"{folder}: {aligned['doc_id'].null_count()} {name} rows are missing from LanceDB")
             self.meta[name] = aligned.select("id", "partition", "doc_id")
-        # doc_id -> partition, source_path: what filters select on
-        self.documents = pl.concat(
-            [
-                self.chunks.select("doc_id", "partition", "source_path"),
-                self.images.select(
-                    "doc_id", "partition", pl.col("source").str.split("#").list.first().alias("source_path")
-                ),
-            ]
-        ).unique("doc_id")
+            if name not in self.tables:
+                self.vectors[name] = (
+                    aligned["vector"].to_numpy().reshape(len(ids), dim).astype(np.float32)
+                    if ids
+                    else np.zeros((0, dim), np.float32)
+                )
+        self.documents = pl.read_parquet(folder / "documents.parquet")  # what filters select on
+        self._lookup: dict[str, dict] | None = None
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -193,15 +196,37 @@ class Index:
             for name in GRANULARITIES
         }
 
+    def _scores(self, name: str, q: np.ndarray, k: int, mask: np.ndarray | None) -> np.ndarray:
+        """Cosine scores of every row: exact in memory, or the ANN index's top k (others -inf)."""
+        if name not in self.tables:
+            return self.vectors[name] @ q
+        out = np.full(len(self.positions[name]), -np.inf, dtype=np.float32)
+        if k <= 0:
+            return out
+        query = self.tables[name].search(q.astype(np.float32), vector_column_name="vector").distance_type("cosine")
+        if mask is not None:
+            docs = self.meta[name].filter(pl.Series(mask))["doc_id"].unique().to_list()
+            if not docs:
+                return out
+            if not all(_HEX_ID.match(d) for d in docs):  # ids are content hashes; anything else is refused
+                raise ValueError("document ids in this index are not content hashes; cannot filter the ANN search")
+            query = query.where(f"doc_id IN ({', '.join(repr(d) for d in docs)})", prefilter=True)
+        hits = query.select(["id"]).limit(k).to_arrow()
+        pos = self.positions[name]
+        for key, dist in zip(hits["id"].to_pylist(), hits["_distance"].to_pylist(), strict=True):
+            out[pos[key]] = 1.0 - dist
+        return out
+
     def _granular(self, q: np.ndarray, topk: Any, masks: dict[str, np.ndarray | None]) -> tuple[Granular, np.ndarray]:
-        raw = {name: self.vectors[name] @ q for name in GRANULARITIES}
+        k = {"chunks": topk.chunk, "sentences": topk.sentence, "images": topk.image, "objects": topk.object}
+        raw = {name: self._scores(name, q, k[name], masks[name]) for name in GRANULARITIES}
         g = Granular(
             chunk=keep_top_k(raw["chunks"], topk.chunk, masks["chunks"]),
             sentence=keep_top_k(raw["sentences"], topk.sentence, masks["sentences"]),
             image=keep_top_k(raw["images"], topk.image, masks["images"]),
             object=keep_top_k(raw["objects"], topk.object, masks["objects"]),
         )
-        return g, raw["sentences"]
+        return g, np.where(np.isfinite(raw["sentences"]), raw["sentences"], 0.0)
 
     def _image_query_vector(self, image: Path) -> np.ndarray:
         from mmkg.encoders import ImageInput
@@ -274,34 +299,46 @@ class Index:
             timings_ms={k2: round(v, 2) for k2, v in timings.items()},
         )
 
+    def _lookups(self) -> dict[str, dict]:
+        """Row lookups for evidence, built once per reader (retrieve stays in the low milliseconds)."""
+        if self._lookup is None:
+            sent_pos = {s: i for i, s in enumerate(self.m_smi.row_ids.tolist())}
+            by_chunk: dict[str, list[tuple[int, str, str]]] = {}
+            for sid, cid, text in self.sentences.select("sentence_id", "chunk_id", "text").iter_rows():
+                by_chunk.setdefault(cid, []).append((sent_pos[sid], sid, text))
+            objects: dict[str, list[dict]] = {}
+            for o in self.objects.iter_rows(named=True):
+                objects.setdefault(o["chunk_id"], []).append(o)
+            self._lookup = {
+                "chunks": {c["chunk_id"]: c for c in self.chunks.iter_rows(named=True)},
+                "sentences": by_chunk,
+                "images": {i["image_id"]: i for i in self.images.iter_rows(named=True)},
+                "image_node": {key: self.n_chunks + j for j, key in enumerate(self.meta["images"]["id"].to_list())},
+                "objects": objects,
+            }
+        return self._lookup
+
     def _evidence(
         self, top: list[int], chunk_scores: np.ndarray, r: np.ndarray, sent_scores: np.ndarray
     ) -> list[RetrievedChunk]:
+        look = self._lookups()
         all_ids = self.meta["chunks"]["id"]
-        ids = [all_ids[i] for i in top]
-        rows = {c["chunk_id"]: c for c in self.chunks.filter(pl.col("chunk_id").is_in(ids)).iter_rows(named=True)}
-        sent_pos = {s: i for i, s in enumerate(self.m_smi.row_ids.tolist())}
-        img_node = {key: self.n_chunks + j for j, key in enumerate(self.meta["images"]["id"].to_list())}
         out = []
-        for rank, (i, cid) in enumerate(zip(top, ids, strict=True), start=1):
-            c = rows[cid]
-            sents = self.sentences.filter(pl.col("chunk_id") == cid)
+        for rank, i in enumerate(top, start=1):
+            cid = all_ids[i]
+            c = look["chunks"][cid]
             hits = sorted(
-                (
-                    SentenceHit(s, t, float(sent_scores[sent_pos[s]]))
-                    for s, t in sents.select("sentence_id", "text").iter_rows()
-                ),
+                (SentenceHit(sid, text, float(sent_scores[pos])) for pos, sid, text in look["sentences"].get(cid, [])),
                 key=lambda h: -h.score,
             )[:3]
-            imgs = []
-            for image_id in c["image_ids"] or []:
-                meta = self.images.filter(pl.col("image_id") == image_id).head(1)
-                if meta.height:
-                    m = meta.row(0, named=True)
-                    imgs.append(ImageHit(image_id, m["source"], m["blob_path"], float(r[img_node.get(image_id, 0)])))
+            imgs = [
+                ImageHit(iid, m["source"], m["blob_path"], float(r[look["image_node"][iid]]))
+                for iid in c["image_ids"] or []
+                if (m := look["images"].get(iid)) is not None
+            ]
             objs = [
-                ObjectHit(o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]), 0.0)
-                for o in self.objects.filter(pl.col("chunk_id") == cid).iter_rows(named=True)
+                ObjectHit(o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]))
+                for o in look["objects"].get(cid, [])
             ]
             out.append(
                 RetrievedChunk(
