@@ -18,6 +18,7 @@ from typing import Any
 import lancedb
 import numpy as np
 import polars as pl
+from threadpoolctl import ThreadpoolController
 
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
@@ -144,6 +145,10 @@ class Index:
                 )
         self.documents = pl.read_parquet(folder / "documents.parquet")  # what filters select on
         self._lookup: dict[str, dict] | None = None
+        # OpenBLAS worker threads spin after each call and starve torch's query encoder of the
+        # cores; the dense search and propagation run on one BLAS thread instead (measured:
+        # retrieve() p50 85 ms -> 55 ms on 2 cores).
+        self._blas = ThreadpoolController()
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -250,13 +255,27 @@ class Index:
         **overrides: Any,
     ) -> RetrievalResult:
         """Top-k chunks for a text and/or image query, with the evidence that put them there."""
-        from mmkg.ppr import personalized_pagerank
 
         if text is None and image is None:
             raise ValueError("retrieve() needs text=..., image=... or both")
         p = preset if isinstance(preset, Preset) else get_preset(preset, **overrides)
         if isinstance(preset, Preset) and overrides:
             p = preset.override(**overrides)
+        with self._blas.limit(limits=1, user_api="blas"):
+            return self._retrieve(text, image, k, preset, p, filters, engine)
+
+    def _retrieve(
+        self,
+        text: str | None,
+        image: str | Path | None,
+        k: int,
+        preset: str | Preset,
+        p: Preset,
+        filters: dict[str, str | Sequence[str]] | None,
+        engine: str | None,
+    ) -> RetrievalResult:
+        from mmkg.ppr import personalized_pagerank
+
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         masks = self._masks(filters)
