@@ -154,7 +154,7 @@ class Index:
 
     @classmethod
     def open(
-        cls, path: Path | str, version: str | None = None, encoder: Any | None = None, ppr_engine: str = "cg"
+        cls, path: Path | str, version: str | None = None, encoder: Any | None = None, ppr_engine: str = "auto"
     ) -> Index:
         """Open the current (or a given) version; the encoder must match the one the index was built with."""
         from mmkg.encoders import check_compatible, load_encoder
@@ -233,6 +233,17 @@ class Index:
         )
         return g, np.where(np.isfinite(raw["sentences"]), raw["sentences"], 0.0)
 
+    def _engine(self, engine: str | None, alpha: float) -> str:
+        """``auto``: power iteration for light damping (few sweeps, least overhead), CG for heavy damping.
+
+        Measured on the 2Wiki graph (48k nodes) at α = 0.5: scipy 16 ms, cg 20 ms; the benchmark shows
+        CG 3-20x ahead of power iteration once α is around 0.85 on large graphs.
+        """
+        name = engine or self.ppr_engine
+        if name == "auto":
+            return "scipy" if alpha <= 0.5 else "cg"
+        return name
+
     def _image_query_vector(self, image: Path) -> np.ndarray:
         from mmkg.encoders import ImageInput
 
@@ -299,7 +310,7 @@ class Index:
             u_v = activation(g_v, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
         r0 = seed_distribution(u_t, u_v, p)
         t2 = time.perf_counter()
-        r = personalized_pagerank(self.ppr_graph, r0, p.alpha, p.eps, engine=engine or self.ppr_engine)
+        r = personalized_pagerank(self.ppr_graph, r0, p.alpha, p.eps, engine=self._engine(engine, p.alpha))
         timings["ppr"] = (time.perf_counter() - t2) * 1e3
         chunk_scores = r[: self.n_chunks].copy()
         if masks["chunks"] is not None:
