@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import io
-import shutil
+import socket
 import string
 from pathlib import Path
 
@@ -54,11 +54,14 @@ def jpeg_bytes(photo: Image.Image) -> bytes:
 
 
 @pytest.fixture
-def sample_corpus(tmp_path: Path) -> Path:
-    """A private copy of the bundled sample corpus."""
-    dst = tmp_path / "corpus"
-    shutil.copytree(SAMPLE_CORPUS, dst)
-    return dst
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to reach the network fails the test: model loading must stay offline."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
 
 
 # -- a tiny random CLIP, saved and loaded by path: the real transformers loading code, offline ------

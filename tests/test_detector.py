@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import tempfile
 from pathlib import Path
 
@@ -209,15 +208,6 @@ def test_normalize_term():
 
 
 # -- weights are never downloaded ------------------------------------------------------------------
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
 
 
 @pytest.mark.parametrize("name", ["missing-yolo.pt", "sam3.pt", "yoloe-11s-seg.pt"])

@@ -3,7 +3,6 @@ saved to disk and loaded back by path, exactly as a downloaded checkpoint would 
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -34,15 +33,6 @@ def assert_unit_rows(vectors: np.ndarray, n: int, dim: int) -> None:
     assert vectors.shape == (n, dim)
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-
-@pytest.fixture
-def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
 
 
 # ----------------------------------------------------------------------------------------------- text backend
