@@ -9,14 +9,14 @@ that maps node indices to chunk ids, image ids and entity keys.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import scipy.sparse as sp
+
+from mmkg.atomic import atomic_path
 
 NODE_KINDS = ("chunk", "image", "entity")
 NODES_SCHEMA = pl.Schema({"node": pl.Int32, "kind": pl.String, "key": pl.String, "partition": pl.String})
@@ -40,19 +40,17 @@ class Graph:
         return {**{f"{k}_nodes": int(by_kind.get(k, 0)) for k in NODE_KINDS}, "edges": int(self.adjacency.nnz // 2)}
 
     def save(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
         a = self.adjacency.tocsr()
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".graph-", suffix=".npz")
-        os.close(fd)
-        np.savez_compressed(
-            tmp,
-            shape=np.asarray(a.shape, dtype=np.int64),
-            indptr=a.indptr.astype(np.int64),
-            indices=a.indices.astype(np.int32),
-            data=a.data.astype(np.float32),
-        )
-        os.replace(tmp, folder / "graph.npz")
-        self.nodes.write_parquet(folder / "nodes.parquet")
+        with atomic_path(folder / "graph.npz", suffix=".npz") as tmp:
+            np.savez_compressed(
+                tmp,
+                shape=np.asarray(a.shape, dtype=np.int64),
+                indptr=a.indptr.astype(np.int64),
+                indices=a.indices.astype(np.int32),
+                data=a.data.astype(np.float32),
+            )
+        with atomic_path(folder / "nodes.parquet") as tmp:
+            self.nodes.write_parquet(tmp)
 
     @classmethod
     def load(cls, folder: Path) -> Graph:

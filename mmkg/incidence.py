@@ -8,14 +8,14 @@ can never be read against the wrong table order.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+
+from mmkg.atomic import atomic_path
 
 FORMAT_VERSION = 1
 
@@ -32,12 +32,8 @@ class Incidence:
 
     def save(self, path: Path | str) -> None:
         """Atomic write of a pickle-free npz."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         m = self.matrix.tocsr()
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".npz")
-        os.close(fd)
-        try:
+        with atomic_path(Path(path), suffix=".npz") as tmp:
             np.savez_compressed(
                 tmp,
                 version=np.int32(FORMAT_VERSION),
@@ -48,10 +44,6 @@ class Incidence:
                 row_ids=self.row_ids.astype(str),
                 col_ids=self.col_ids.astype(str),
             )
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     @classmethod
     def load(cls, path: Path | str) -> Incidence:

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -10,6 +8,7 @@ from dagster import ConfigurableIOManager, InputContext, MetadataValue, OutputCo
 from pydantic import Field
 
 from mmkg import schemas
+from mmkg.atomic import atomic_path
 from mmkg.settings import get_settings
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -47,15 +46,8 @@ class PolarsParquetIOManager(ConfigurableIOManager):
             obj = schemas.conform(obj, schemas.TABLES[asset], asset)
         partition = context.partition_key if context.has_partition_key else None
         path = self._path(asset, partition)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".parquet")
-        os.close(fd)
-        try:
+        with atomic_path(path, suffix=".parquet") as tmp:
             obj.write_parquet(tmp, compression="zstd", statistics=True)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         context.add_output_metadata(
             {"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size, "rows": obj.height}
         )

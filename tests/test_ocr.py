@@ -357,7 +357,7 @@ def test_cache_roundtrip_atomic_and_tagged(tmp_path: Path, monkeypatch: pytest.M
         assert json.loads(Path(src).read_text(encoding="utf-8"))["tag"] == "t1"  # complete before the rename
         real_replace(src, dst)
 
-    monkeypatch.setattr("mmkg.vision.ocr.os.replace", spy)
+    monkeypatch.setattr("mmkg.atomic.os.replace", spy)
     cache.put("abcdef", lines)
     target = tmp_path / "ab" / "abcdef.json"
     assert replaced == [(replaced[0][0], str(target))] and Path(replaced[0][0]).parent == target.parent
@@ -381,7 +381,7 @@ def test_cache_write_failure_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.
     def fail(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("mmkg.vision.ocr.os.replace", fail)
+    monkeypatch.setattr("mmkg.atomic.os.replace", fail)
     with pytest.raises(OSError):
         cache.put("abcdef", [line("x", 0, 0)])
     assert list((tmp_path / "ab").iterdir()) == []

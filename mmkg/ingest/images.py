@@ -8,14 +8,13 @@ file, and a re-run writes nothing new.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from mmkg.atomic import write_bytes
 from mmkg.ids import bytes_id
 from mmkg.ingest.base import Limits, Rejected
 
@@ -49,16 +48,8 @@ class ImageStore:
         rel = f"blobs/{self.kind}/{image_id[:2]}/{image_id}.{ext}"
         target = self.data_root / rel
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            # Write-then-rename: concurrent partitions storing the same picture never see a torn file.
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # concurrent partitions storing the same picture never see a torn file
+            write_bytes(target, data)
         return image_id, rel
 
 

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 import threading
 import unicodedata
 from collections import Counter, OrderedDict
@@ -36,6 +34,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
+from mmkg.atomic import write_bytes
 from mmkg.entities import canonical_key
 from mmkg.vision.base import Box, Detection, EntityPrompt, GroundingOutcome, GroundingTask, OcrLine
 
@@ -221,21 +220,13 @@ class OcrCache:
 
     def put(self, image_id: str, lines: Sequence[OcrLine], tag: str | None = None) -> None:
         """Store lines atomically (temp file + os.replace)."""
-        path = self.path_for(image_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
         payload = {
             "tag": tag or self.tag,
             "image_id": image_id,
             "lines": [{"text": ln.text, "score": ln.score, "quad": [list(p) for p in ln.quad]} for ln in lines],
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{image_id}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, ensure_ascii=False, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        write_bytes(self.path_for(image_id), data)
 
 
 # --------------------------------------------------------------------------------------------
