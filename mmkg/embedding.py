@@ -10,6 +10,7 @@ the text read in them.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,25 +105,31 @@ def embed_all(
     batch_size: int = 64,
 ) -> dict[str, Embedded]:
     dim = encoder.info.dim
-    out: dict[str, Embedded] = {}
-    t = time.perf_counter()
-    v = encoder.encode_text(chunk_texts(chunks, documents), batch_size) if chunks.height else np.zeros((0, dim))
-    out["chunks"] = Embedded(
-        vectors_frame(chunks["chunk_id"].to_list(), chunks, "chunk_id", v, dim), time.perf_counter() - t
-    )
-    t = time.perf_counter()
-    v = encoder.encode_text(sentences["text"].to_list(), batch_size) if sentences.height else np.zeros((0, dim))
-    out["sentences"] = Embedded(
-        vectors_frame(sentences["sentence_id"].to_list(), sentences, "sentence_id", v, dim), time.perf_counter() - t
-    )
-    t = time.perf_counter()
-    ids, inputs = image_inputs(images, image_text, objects, chunks, documents, data_root)
-    v = encoder.encode_images(inputs, batch_size) if inputs else np.zeros((0, dim))
-    out["images"] = Embedded(vectors_frame(ids, images, "image_id", v, dim), time.perf_counter() - t)
-    t = time.perf_counter()
-    inputs = object_inputs(objects, data_root)
-    v = encoder.encode_images(inputs, batch_size) if inputs else np.zeros((0, dim))
-    out["objects"] = Embedded(
-        vectors_frame(objects["object_id"].to_list(), objects, "object_id", v, dim), time.perf_counter() - t
-    )
-    return out
+
+    def timed(ids: list[str], meta: pl.DataFrame, id_col: str, encode: Callable[[], np.ndarray]) -> Embedded:
+        t = time.perf_counter()
+        vecs = encode() if ids else np.zeros((0, dim), np.float32)
+        return Embedded(vectors_frame(ids, meta, id_col, vecs, dim), time.perf_counter() - t)
+
+    image_ids, image_in = image_inputs(images, image_text, objects, chunks, documents, data_root)
+    return {
+        "chunks": timed(
+            chunks["chunk_id"].to_list(),
+            chunks,
+            "chunk_id",
+            lambda: encoder.encode_text(chunk_texts(chunks, documents), batch_size),
+        ),
+        "sentences": timed(
+            sentences["sentence_id"].to_list(),
+            sentences,
+            "sentence_id",
+            lambda: encoder.encode_text(sentences["text"].to_list(), batch_size),
+        ),
+        "images": timed(image_ids, images, "image_id", lambda: encoder.encode_images(image_in, batch_size)),
+        "objects": timed(
+            objects["object_id"].to_list(),
+            objects,
+            "object_id",
+            lambda: encoder.encode_images(object_inputs(objects, data_root), batch_size),
+        ),
+    }
