@@ -329,6 +329,25 @@ class Index:
             timings_ms={k2: round(v, 2) for k2, v in timings.items()},
         )
 
+    def dense(
+        self, text: str, k: int = 10, level: str = "chunks", filters: dict[str, str | Sequence[str]] | None = None
+    ) -> list[tuple[str, float]]:
+        """Plain dense search at one granularity, no graph: the baseline the graph retrieval is measured against.
+
+        Returns ``(id, cosine)`` best first, over the same vectors and filters ``retrieve`` uses.
+        """
+        if level not in GRANULARITIES:
+            raise ValueError(f"unknown level {level!r}; choose one of {list(GRANULARITIES)}")
+        with self._blas.limit(limits=1, user_api="blas"):
+            mask = self._masks(filters)[level]
+            q = self.encoder.encode_text([text])[0]
+            scores = self._scores(level, q, k, mask)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        top = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if np.isfinite(scores[i])]
+        ids = self.meta[level]["id"]
+        return [(ids[i], float(scores[i])) for i in top]
+
     def _lookups(self) -> dict[str, dict]:
         """Row lookups for evidence, built once per reader (retrieve stays in the low milliseconds)."""
         if self._lookup is None:
