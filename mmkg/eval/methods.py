@@ -1,0 +1,144 @@
+"""Retrieval methods compared by the harness, all over one published index.
+
+Each method answers ``search(text, depth, filters)`` with chunk ids, best first:
+
+- ``bm25``: BM25 (bm25s) over the index's chunk payload text, title prepended as the encoder sees it;
+- ``dense``: cosine search over the index's chunk vectors with the index's own encoder (``Index.dense``);
+- ``graph:<preset>``: MG2-RAG retrieval (dense seeds + Personalized PageRank) with a preset (``Index.retrieve``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+
+from mmkg.embedding import chunk_texts
+from mmkg.index.reader import FILTER_KEYS, Index
+from mmkg.retrieval import PRESETS
+
+Filters = dict[str, str | Sequence[str]] | None
+
+
+class Method(Protocol):
+    name: str
+    setup_s: float  # seconds spent preparing (e.g. building the BM25 index)
+
+    def search(self, text: str, depth: int, filters: Filters = None) -> list[str]: ...
+
+
+@dataclass
+class BM25Method:
+    """Lexical baseline: bm25s over the chunk texts of the index (lower-cased words, English stop words)."""
+
+    index: Index
+    name: str = "bm25"
+    setup_s: float = 0.0
+    _ids: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        import bm25s
+
+        t0 = time.perf_counter()
+        chunks = self.index.chunks
+        self._ids = chunks["chunk_id"].to_list()
+        self._columns = {key: chunks[key].to_numpy() for key in FILTER_KEYS}
+        tokens = bm25s.tokenize(chunk_texts(chunks, self.index.documents), stopwords="en", show_progress=False)
+        self._bm25 = bm25s.BM25()
+        self._bm25.index(tokens, show_progress=False)
+        self.setup_s = time.perf_counter() - t0
+
+    def _mask(self, filters: Filters) -> np.ndarray | None:
+        if not filters:
+            return None
+        mask = np.ones(len(self._ids), dtype=bool)
+        for key, value in filters.items():
+            if key not in self._columns:
+                raise ValueError(f"unknown filter {key!r}; filter by {list(FILTER_KEYS)}")
+            values = [value] if isinstance(value, str) else list(value)
+            mask &= np.isin(self._columns[key], values)
+        return mask
+
+    def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
+        import bm25s
+
+        query = bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
+        known = [t for t in query if t in self._bm25.vocab_dict]
+        if not known:
+            return []
+        scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
+        mask = self._mask(filters)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        top = np.argsort(-scores, kind="stable")[:depth]
+        return [self._ids[i] for i in top if scores[i] > 0]
+
+
+@dataclass
+class DenseMethod:
+    """Dense baseline: the index's chunk vectors and encoder, no graph."""
+
+    index: Index
+    name: str = "dense"
+    setup_s: float = 0.0
+
+    def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
+        return [cid for cid, _ in self.index.dense(text, k=depth, level="chunks", filters=filters)]
+
+
+@dataclass
+class GraphMethod:
+    """MG2-RAG graph retrieval with one preset."""
+
+    index: Index
+    preset: str
+    name: str = ""
+    setup_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.name = self.name or f"graph:{self.preset}"
+
+    def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
+        res = self.index.retrieve(text=text, k=depth, preset=self.preset, filters=dict(filters) if filters else None)
+        return [c.chunk_id for c in res.chunks]
+
+
+def parse_methods(spec: str) -> list[str]:
+    """``"bm25,dense,graph:default"`` -> method names; ``graph`` means ``graph:default``, ``graph:all`` every preset."""
+    names: list[str] = []
+    for raw in (s.strip() for s in spec.split(",")):
+        if not raw:
+            continue
+        if raw == "graph":
+            raw = "graph:default"
+        if raw == "graph:all":
+            names += [f"graph:{p}" for p in PRESETS]
+            continue
+        if raw not in ("bm25", "dense") and not (raw.startswith("graph:") and raw[6:] in PRESETS):
+            raise ValueError(f"unknown method {raw!r}; use bm25, dense, graph:all or graph:<preset> with a preset in "
+                             f"{sorted(PRESETS)}")  # fmt: skip
+        names.append(raw)
+    if not names:
+        raise ValueError("no methods given")
+    return list(dict.fromkeys(names))
+
+
+def make_methods(index: Index, names: Sequence[str]) -> list[Method]:
+    out: list[Method] = []
+    for name in names:
+        if name == "bm25":
+            out.append(BM25Method(index))
+        elif name == "dense":
+            out.append(DenseMethod(index))
+        else:
+            out.append(GraphMethod(index, name.split(":", 1)[1]))
+    return out
+
+
+def chunk_table(index: Index) -> pl.DataFrame:
+    """The chunk payload columns the harness maps results with."""
+    return index.chunks.select("chunk_id", "doc_id", "partition", "title", "source_path", "page")
