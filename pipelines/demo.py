@@ -6,8 +6,6 @@ it makes are the ones ``dagster dev`` shows afterwards (same DAGSTER_HOME).
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -16,51 +14,26 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from mmkg.ingest import list_partitions
 from mmkg.settings import get_settings
 
 console = Console()
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-
-
-def _instance(data_root: Path):
-    from dagster import DagsterInstance
-
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str((data_root / "dagster_home").resolve())))
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()  # an empty file: default local storage, no startup notice
-    return DagsterInstance.get()
 
 
 def run(corpus_root: Path, data_root: Path, partitions: list[str] | None = None) -> dict[str, float]:
-    """Materialize all assets for the given (default: all) partitions; returns seconds per step."""
-    from pipelines.definitions import defs
-    from pipelines.resources import default_resources
+    """Materialize all assets for the given (default: all) partitions; returns seconds per job run."""
+    from pipelines.build import build_index
 
-    instance = _instance(data_root)
-    keys = partitions or list_partitions(corpus_root)
-    known = set(instance.get_dynamic_partitions("corpus"))
-    if missing := [k for k in keys if k not in known]:
-        instance.add_dynamic_partitions("corpus", missing)
-    resources = default_resources(corpus_root, data_root)
-    timings: dict[str, float] = {}
-    for key in keys:
-        t0 = time.perf_counter()
-        job = defs.resolve_job_def("index_partition")
-        result = job.execute_in_process(partition_key=key, instance=instance, resources=resources, run_config=QUIET)
-        if not result.success:
-            raise SystemExit(f"partition {key} failed; see the run in the Dagster UI or the log above")
-        timings[key] = time.perf_counter() - t0
-        console.print(f"[green]✓[/] partition [bold]{key}[/] in {timings[key]:.1f}s")
-    t0 = time.perf_counter()
-    result = defs.resolve_job_def("publish_index").execute_in_process(
-        instance=instance, resources=resources, run_config=QUIET
-    )
-    if not result.success:
-        raise SystemExit("publishing the index failed; see the log above")
-    timings["publish_index"] = time.perf_counter() - t0
-    console.print(f"[green]✓[/] entity catalog, graph and index published in {timings['publish_index']:.1f}s")
-    return timings
+    def progress(what: str, secs: float) -> None:
+        if what == "publish_index":
+            console.print(f"[green]✓[/] entity catalog, graph and index published in {secs:.1f}s")
+        else:
+            console.print(f"[green]✓[/] partition [bold]{what}[/] in {secs:.1f}s")
+
+    try:
+        report = build_index(corpus_root, data_root, partitions, reuse=False, on_progress=progress)
+    except RuntimeError as exc:
+        raise SystemExit(f"{exc}") from exc
+    return {**report.partitions, "publish_index": report.publish_s}
 
 
 def summary(data_root: Path) -> None:
