@@ -5,6 +5,7 @@ from __future__ import annotations
 from dagster import Definitions, load_assets_from_modules
 
 from assets import embeddings, graph_inputs, index, ingest, text, vision
+from pipelines.executors import executor_from_env
 from pipelines.jobs import catalog_job, partition_job, publish_job
 from pipelines.resources import default_resources
 from pipelines.sensors import corpus_partition_sensor
@@ -14,4 +15,5 @@ defs = Definitions(
     jobs=[partition_job, catalog_job, publish_job],
     sensors=[corpus_partition_sensor],
     resources=default_resources(),
+    executor=executor_from_env(),  # MMKG_EXECUTOR: dask, celery, k8s, ... (unset: multiprocess)
 )
