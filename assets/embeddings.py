@@ -3,6 +3,7 @@
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
+from assets._metadata import OWNERS
 from assets.partitions import corpus_partitions
 from mmkg.embedding import embed_all
 from resources import StorageResource
@@ -22,13 +23,14 @@ OUTS = {
             description=f"ℓ2-normalized embeddings of the partition's {gran} (id, partition, doc_id, vector); "
             "published into LanceDB by retrieval_index.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"torch", "parquet"},
         )
         for gran, name in OUTS.items()
     },
     ins={n: AssetIn() for n in ("documents", "chunks", "sentences", "images", "image_text", "objects")},
     partitions_def=corpus_partitions,
     group_name="embeddings",
-    compute_kind="torch",
     pool="gpu",
 )
 def embed(

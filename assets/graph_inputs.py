@@ -5,7 +5,7 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
-from assets._metadata import table_metadata
+from assets._metadata import OWNERS, table_metadata
 from assets.partitions import corpus_partitions
 from mmkg.nodes import incidence_matrices, multimodal_nodes
 
@@ -16,17 +16,20 @@ from mmkg.nodes import incidence_matrices, multimodal_nodes
             description="Entity nodes of the partition (relational canonical entities); multimodal when grounded "
             "objects exist, with sentence/object/image counts and the backends that grounded them.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"polars", "parquet"},
         ),
         "incidence_matrices": AssetOut(
             description="M_SMI (sentences x nodes) and M_OMI (objects x nodes) as pickle-free npz with their "
             "row and column id lists.",
             io_manager_key="incidence_io",
+            owners=OWNERS,
+            kinds={"scipy", "numpy"},
         ),
     },
     ins={n: AssetIn() for n in ("entities", "entity_mentions", "sentences", "objects")},
     partitions_def=corpus_partitions,
     group_name="graph",
-    compute_kind="scipy",
 )
 def build_nodes(
     context: AssetExecutionContext,

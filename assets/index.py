@@ -1,10 +1,15 @@
 """Graph and index groups: the global graph from every partition, then the published index."""
 
+import time
+
 import numpy as np
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, MaterializeResult, MetadataValue, Output, asset
+from dagster import AssetExecutionContext, AssetIn, Failure, MaterializeResult, MetadataValue, Output, asset
 
-from assets._metadata import preview
+from assets._metadata import OWNERS, degree_plot, preview
+from assets.checks import failed_blocking_checks
+from assets.partitions import corpus_partitions
+from mmkg import validation
 from mmkg.graph import Graph, build_graph
 from mmkg.index.manifest import EncoderSpec
 from mmkg.index.publish import publish_index
@@ -16,7 +21,8 @@ from resources.encoder import EncoderResource
     ins={n: AssetIn() for n in ("chunks", "entity_mentions", "relations", "images", "objects")},
     group_name="graph",
     io_manager_key="graph_io",
-    compute_kind="scipy",
+    owners=OWNERS,
+    kinds={"scipy", "polars"},
     description="The multi-granularity multimodal graph over all partitions: chunk, image and entity nodes; "
     "contextual, semantic and grounding (σ-weighted) edges; symmetric CSR.",
 )
@@ -39,6 +45,7 @@ def graph(
             "isolated_nodes": int((degree == 0).sum()),
             "mean_degree": MetadataValue.float(float(degree.mean()) if len(degree) else 0.0),
             "top_entities_by_degree": preview(hubs, ["key", "degree"], n=10),
+            "degree_distribution": degree_plot(degree, g.nodes["kind"].to_numpy()),
         },
     )
 
@@ -58,9 +65,11 @@ def graph(
         "entity_mentions": AssetIn(),
     },
     group_name="index",
-    compute_kind="lancedb",
+    owners=OWNERS,
+    kinds={"lancedb", "parquet"},
     description="Publishes a versioned retrieval index (LanceDB vectors, graph, incidence matrices, payload, "
-    "manifest written last) under <data_root>/index; readers pin a version with mmkg.Index.open.",
+    "manifest written last) under <data_root>/index; readers pin a version with mmkg.Index.open. Refuses to publish "
+    "when its inputs fail validation or a blocking check on an upstream partition last failed.",
 )
 def retrieval_index(
     context: AssetExecutionContext,
@@ -78,6 +87,15 @@ def retrieval_index(
     objects: pl.DataFrame,
     entity_mentions: pl.DataFrame,
 ) -> MaterializeResult:
+    _refuse_broken_inputs(
+        context,
+        graph,
+        {
+            "documents": documents, "chunks": chunks, "sentences": sentences, "images": images, "objects": objects,
+            "entity_mentions": entity_mentions, "chunk_vectors": chunk_vectors, "sentence_vectors": sentence_vectors,
+            "image_vectors": image_vectors, "object_vectors": object_vectors,
+        },
+    )  # fmt: skip
     info = encoder.get().info
     spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
     docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
@@ -130,3 +148,17 @@ def retrieval_index(
             "path": MetadataValue.path(str(storage.path / "index")),
         }
     )
+
+
+def _refuse_broken_inputs(context: AssetExecutionContext, graph: Graph, tables: dict[str, pl.DataFrame]) -> None:
+    """Never publish a broken index: re-validate the inputs, and honour failed blocking checks upstream."""
+    t0 = time.perf_counter()
+    failures = [f"{f.label()}: {f.description}" for f in validation.validate_publish_inputs(tables, graph)]
+    partitions = context.instance.get_dynamic_partitions(corpus_partitions.name)
+    failures += [f"{c}: latest evaluation failed" for c in failed_blocking_checks(context.instance, partitions)]
+    context.log.info(f"validated {len(partitions)} partitions' inputs in {time.perf_counter() - t0:.2f}s")
+    if failures:
+        raise Failure(
+            description=f"refusing to publish the index: {len(failures)} check(s) failed\n- " + "\n- ".join(failures),
+            metadata={"failed_checks": MetadataValue.md("\n".join(f"- {f}" for f in failures))},
+        )

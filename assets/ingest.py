@@ -2,7 +2,7 @@
 
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
-from assets._metadata import counts, table_metadata
+from assets._metadata import OWNERS, counts, table_metadata
 from assets.partitions import corpus_partitions
 from mmkg.ingest import ingest_partition
 from resources import CorpusResource, StorageResource
@@ -14,19 +14,24 @@ from resources import CorpusResource, StorageResource
             description="One row per source document (Markdown, text, JSON record, PDF, standalone image) "
             "with its full text and page boundaries.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"python", "parquet"},
         ),
         "images": AssetOut(
             description="Every decoded image occurrence; bytes stored once under their content hash.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"python", "parquet"},
         ),
         "rejected_files": AssetOut(
             description="Files, records and images that could not be read, with the reason.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"python", "parquet"},
         ),
     },
     partitions_def=corpus_partitions,
     group_name="ingest",
-    compute_kind="python",
 )
 def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: StorageResource):
     """Read one corpus partition folder; bad files become rows of ``rejected_files``, never failures."""

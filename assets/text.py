@@ -6,7 +6,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, Config, MetadataValue, Output, asset, multi_asset
 from pydantic import Field
 
-from assets._metadata import counts, table_metadata
+from assets._metadata import OWNERS, bar_plot, counts, table_metadata
 from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.chunking import chunk_documents
@@ -23,7 +23,8 @@ class ChunkConfig(Config):
     partitions_def=corpus_partitions,
     group_name="text",
     io_manager_key="parquet_io",
-    compute_kind="spacy",
+    owners=OWNERS,
+    kinds={"spacy", "parquet"},
     description="Sentence-aligned, token-bounded chunks with page, document offsets and attached image ids.",
 )
 def chunks(context: AssetExecutionContext, config: ChunkConfig, documents: pl.DataFrame, images: pl.DataFrame):
@@ -45,21 +46,27 @@ def chunks(context: AssetExecutionContext, config: ChunkConfig, documents: pl.Da
 @multi_asset(
     outs={
         "sentences": AssetOut(
-            description="Sentences from the spaCy dependency parse of each chunk.", io_manager_key="parquet_io"
+            description="Sentences from the spaCy dependency parse of each chunk.",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"spacy", "parquet"},
         ),
         "entity_mentions": AssetOut(
             description="Named-entity mentions (spaCy NER) plus each chunk's document title, with canonical keys.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"spacy", "parquet"},
         ),
         "relations": AssetOut(
             description="Rule-based relation triples (MG2-RAG appendix A.1) between entities of a sentence.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"spacy", "parquet"},
         ),
     },
     ins={"chunks": AssetIn(), "documents": AssetIn()},
     partitions_def=corpus_partitions,
     group_name="text",
-    compute_kind="spacy",
 )
 def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataFrame, documents: pl.DataFrame):
     """One spaCy parse per chunk feeds sentences, mentions and relations (never parsed twice)."""
@@ -109,7 +116,8 @@ def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataF
     partitions_def=corpus_partitions,
     group_name="text",
     io_manager_key="parquet_io",
-    compute_kind="polars",
+    owners=OWNERS,
+    kinds={"polars", "parquet"},
     description="Entities of one partition, merged by canonical key: name, label, mention/chunk/document counts.",
 )
 def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
@@ -126,6 +134,7 @@ def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
             ),
             "relational": int(out["relational"].sum()),
             "by_label": counts(out, "label", 20),
+            "label_distribution": bar_plot(out, "label", "entities by label"),
         },
     )
 
@@ -133,7 +142,8 @@ def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
 @asset(
     group_name="text",
     io_manager_key="parquet_io",
-    compute_kind="polars",
+    owners=OWNERS,
+    kinds={"polars", "parquet"},
     description="All partitions' entities merged by canonical key: the entity nodes of the graph.",
 )
 def entity_catalog(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
@@ -152,6 +162,8 @@ def entity_catalog(context: AssetExecutionContext, entity_mentions: pl.DataFrame
             ),
             "partitions": entity_mentions["partition"].n_unique(),
             "cross_partition_entities": shared.height,
+            "label_distribution": bar_plot(out, "label", "entities by label (all partitions)"),
+            "mentions_by_label": bar_plot(out, "label", "mentions by entity label", weight="n_mentions"),
             "cross_partition_preview": MetadataValue.md(
                 ", ".join(shared.sort("n_mentions", descending=True)["name"].head(20).to_list()) or "_none_"
             ),

@@ -6,7 +6,7 @@ from collections import Counter
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
-from assets._metadata import counts, table_metadata
+from assets._metadata import OWNERS, counts, table_metadata
 from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.ingest import ImageStore
@@ -23,21 +23,26 @@ OVERLAYS_PER_PARTITION = 4
             description="OCR lines of every image (rapidocr), run once per image content and cached: "
             "reused by grounding, the offline image encoder and image-only PDF pages.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"rapidocr", "parquet"},
         ),
         "objects": AssetOut(
             description="Grounded objects: image regions that show or name an entity of the surrounding text "
             "(box, mask polygons, σ, crop), one row per (image, entity, region, backend).",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"ultralytics", "rapidocr", "parquet"},
         ),
         "grounding_failures": AssetOut(
             description="Images a backend could not process (corrupt, unsupported, too large), with the reason.",
             io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"parquet"},
         ),
     },
     ins={n: AssetIn() for n in ("images", "chunks", "entity_mentions", "entities")},
     partitions_def=corpus_partitions,
     group_name="vision",
-    compute_kind="ultralytics",
     pool="gpu",  # at most the pool's limit of grounding steps share the accelerator
 )
 def ground_images(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dagster import Definitions, load_assets_from_modules
+from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from assets import embeddings, graph_inputs, index, ingest, text, vision
+from assets import checks, embeddings, graph_inputs, index, ingest, text, vision
 from pipelines.executors import executor_from_env
 from pipelines.jobs import catalog_job, partition_job, publish_job
 from pipelines.resources import default_resources
@@ -12,6 +12,7 @@ from pipelines.sensors import corpus_partition_sensor
 
 defs = Definitions(
     assets=load_assets_from_modules([ingest, text, vision, graph_inputs, embeddings, index]),
+    asset_checks=load_asset_checks_from_modules([checks]),
     jobs=[partition_job, catalog_job, publish_job],
     sensors=[corpus_partition_sensor],
     resources=default_resources(),

@@ -9,7 +9,8 @@ partition_job = define_asset_job(
     "index_partition",
     selection=PARTITIONED,
     description="Index one corpus partition: ingest, parse (sentences, mentions, relations, entities), "
-    "ground entities in images (OCR text, objects), build multimodal nodes and incidence matrices.",
+    "ground entities in images (OCR text, objects), build multimodal nodes and incidence matrices, embed; "
+    "each asset's checks run after it, and a failing blocking check stops what depends on it.",
 )
 
 catalog_job = define_asset_job(
@@ -22,5 +23,6 @@ publish_job = define_asset_job(
     "publish_index",
     selection=GLOBAL,
     description="Rebuild the global entity catalog and graph from every partition and publish a new index version "
-    "(a no-op version bump is skipped when nothing changed).",
+    "(a no-op version bump is skipped when nothing changed). Refuses to publish when an input fails validation or a "
+    "blocking check on a partition last failed; a smoke retrieval checks the published version.",
 )
