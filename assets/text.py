@@ -7,38 +7,73 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Config, MetadataVa
 from pydantic import Field
 
 from assets._metadata import OWNERS, bar_plot, counts, table_metadata
+from assets.page_text import read_page_text
 from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.chunking import chunk_documents
 from mmkg.entities import merge_mentions
 from mmkg.settings import get_settings
-from resources import SpacyResource
+from resources import GroundingResource, SpacyResource, StorageResource
 
 
 class ChunkConfig(Config):
     max_tokens: int = Field(default=get_settings().chunk_max_tokens, description="Upper bound on tokens per chunk.")
 
 
-@asset(
+@multi_asset(
+    outs={
+        "page_text": AssetOut(
+            description="OCR text of image-only PDF pages (their page renders) in reading order; "
+            "OCR runs once per image content (shared cache with image_text).",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"rapidocr", "parquet"},
+        ),
+        "chunks": AssetOut(
+            description="Sentence-aligned, token-bounded chunks with page, document offsets and attached image ids; "
+            "image-only PDF pages are chunked from their OCR page text (text_source = ocr).",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"spacy", "parquet"},
+        ),
+    },
+    ins={"documents": AssetIn(), "images": AssetIn()},
     partitions_def=corpus_partitions,
     group_name="text",
-    io_manager_key="parquet_io",
-    owners=OWNERS,
-    kinds={"spacy", "parquet"},
-    description="Sentence-aligned, token-bounded chunks with page, document offsets and attached image ids.",
 )
-def chunks(context: AssetExecutionContext, config: ChunkConfig, documents: pl.DataFrame, images: pl.DataFrame):
+def chunks(
+    context: AssetExecutionContext,
+    config: ChunkConfig,
+    grounding: GroundingResource,
+    storage: StorageResource,
+    documents: pl.DataFrame,
+    images: pl.DataFrame,
+):
+    """OCR the renders of image-only PDF pages, then chunk every page (text layer or OCR) alike."""
     t0 = time.perf_counter()
-    out = chunk_documents(documents, images, config.max_tokens)
+    pages, ocr_stats = read_page_text(documents, images, grounding, storage, context.log)
+    ocr_seconds = time.perf_counter() - t0
+    yield Output(
+        pages,
+        output_name="page_text",
+        metadata={
+            **table_metadata(pages, ["page", "n_lines", "mean_score", "text"], ocr_seconds),
+            **ocr_stats,
+        },
+    )
+    t0 = time.perf_counter()
+    out = chunk_documents(documents, images, config.max_tokens, page_text=pages)
     tokens = out["n_tokens"]
-    return Output(
+    yield Output(
         out,
+        output_name="chunks",
         metadata={
             **table_metadata(out, ["chunk_index", "page", "n_tokens", "text", "image_ids"], time.perf_counter() - t0),
             "documents_chunked": out["doc_id"].n_unique(),
             "mean_tokens": round(float(tokens.mean() or 0), 1),
             "max_tokens": int(tokens.max() or 0),
             "chunks_with_images": int((out["image_ids"].list.len() > 0).sum()),
+            "by_text_source": counts(out, "text_source"),
         },
     )
 

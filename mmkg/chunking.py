@@ -3,6 +3,8 @@
 Chunks never cross a page, never split a sentence (unless one sentence alone is over the token
 bound), and keep document character offsets, so a chunk can always be cut back out of its
 document and an image can be attached to the chunk whose span holds the image's position.
+Pages are numbered from 1, like PDF page labels and ``documents.page_starts``; OCR text of
+image-only pages (``page_text``) is chunked the same way, with ``text_source = "ocr"``.
 Sentence boundaries for packing come from spaCy's rule-based sentencizer on paragraph blocks:
 cheap, deterministic, and the same tokenizer the parser uses.
 """
@@ -20,6 +22,7 @@ from spacy.language import Language
 
 from mmkg import schemas
 from mmkg.ids import content_id
+from mmkg.vision.page_text import SOURCE_OCR, extended_text
 
 _BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*")
 
@@ -115,30 +118,56 @@ def pack(spans: list[Span], max_tokens: int) -> list[tuple[int, int, int]]:
     return chunks
 
 
-def chunk_documents(documents: pl.DataFrame, images: pl.DataFrame, max_tokens: int = 200) -> pl.DataFrame:
-    """Chunks of every document, each with the ids of the images that sit inside it."""
+def chunk_documents(
+    documents: pl.DataFrame,
+    images: pl.DataFrame,
+    max_tokens: int = 200,
+    page_text: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Chunks of every document, each with the ids of the images that sit inside it.
+
+    ``page_text`` (OCR of image-only PDF pages, ``mmkg.vision.page_text``) adds chunks for those
+    pages with ``text_source = "ocr"``; their offsets address the OCR text appended after the
+    document text. Chunks are numbered in page order, so an OCR page sits between its neighbours.
+    """
+    ocr: dict[str, list[dict]] = {}
+    if page_text is not None:
+        for row in page_text.sort("doc_id", "char_start").iter_rows(named=True):
+            ocr.setdefault(row["doc_id"], []).append(row)
     rows: list[dict] = []
     for doc in documents.select("doc_id", "partition", "kind", "text", "page_starts").iter_rows(named=True):
         text = doc["text"]
-        index = 0
+        pieces: list[tuple[int | None, int, int, int, str]] = []  # page, start, end, n_tokens, source
         for page, pstart, pend in page_ranges(text, doc["page_starts"]):
             for start, end, n_tokens in page_chunks(text, pstart, pend, max_tokens):
-                chunk_text = text[start:end]
-                rows.append(
-                    {
-                        "chunk_id": content_id(doc["doc_id"], start, chunk_text),
-                        "partition": doc["partition"],
-                        "doc_id": doc["doc_id"],
-                        "chunk_index": index,
-                        "page": page if doc["kind"] == "pdf" else None,
-                        "char_start": start,
-                        "char_end": end,
-                        "n_tokens": n_tokens,
-                        "text": chunk_text,
-                        "image_ids": [],
-                    }
-                )
-                index += 1
+                pieces.append((page if doc["kind"] == "pdf" else None, start, end, n_tokens, "document"))
+        pages = ocr.pop(doc["doc_id"], [])
+        if pages:
+            text = extended_text(text, [(p["char_start"], p["text"]) for p in pages])
+            for p in pages:
+                pstart = p["char_start"]
+                for start, end, n_tokens in page_chunks(text, pstart, pstart + len(p["text"]), max_tokens):
+                    pieces.append((p["page"], start, end, n_tokens, SOURCE_OCR))
+            pieces.sort(key=lambda x: (x[0] if x[0] is not None else 0, x[1]))
+        for index, (page, start, end, n_tokens, source) in enumerate(pieces):
+            chunk_text = text[start:end]
+            rows.append(
+                {
+                    "chunk_id": content_id(doc["doc_id"], start, chunk_text),
+                    "partition": doc["partition"],
+                    "doc_id": doc["doc_id"],
+                    "chunk_index": index,
+                    "page": page,
+                    "char_start": start,
+                    "char_end": end,
+                    "n_tokens": n_tokens,
+                    "text": chunk_text,
+                    "image_ids": [],
+                    "text_source": source,
+                }
+            )
+    if ocr:
+        raise ValueError(f"page_text rows for unknown document(s) {sorted(ocr)[:5]}; re-materialize page_text")
     return attach_images(schemas.frame(rows, schemas.CHUNKS), images)
 
 

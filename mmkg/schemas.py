@@ -66,13 +66,14 @@ CHUNKS = pl.Schema(
         "chunk_id": Str,
         "partition": Str,
         "doc_id": Str,
-        "chunk_index": I32,
-        "page": I32,
-        "char_start": I32,
+        "chunk_index": I32,  # position in the document, in page order (OCR pages interleaved)
+        "page": I32,  # 1-based PDF page (as in MMLongBench evidence pages); null for unpaged documents
+        "char_start": I32,  # document offsets; OCR text lies past the text layer (see PAGE_TEXT)
         "char_end": I32,
         "n_tokens": I32,
         "text": Str,
         "image_ids": pl.List(Str),
+        "text_source": Str,  # document (the text layer / file text) | ocr (page_text of an image-only page)
     }
 )
 
@@ -147,6 +148,20 @@ RELATIONS = pl.Schema(
 
 F32 = pl.Float32
 
+PAGE_TEXT = pl.Schema(
+    {
+        "doc_id": Str,
+        "partition": Str,
+        "page": I32,  # 1-based PDF page, like documents.page_starts and chunks.page
+        "image_id": Str,  # the page render the text was read from
+        "source": Str,  # ocr
+        "char_start": I32,  # offset in documents.text + "\n\n" + OCR pages (mmkg.vision.page_text)
+        "text": Str,  # OCR lines in reading order: rows by newline, paragraphs by a blank line
+        "n_lines": I32,
+        "mean_score": F32,
+    }
+)
+
 IMAGE_TEXT = pl.Schema(
     {
         "image_id": Str,
@@ -218,6 +233,7 @@ TABLES: dict[str, pl.Schema] = {
     "entities": PARTITION_ENTITIES,
     "entity_catalog": ENTITY_CATALOG,
     "relations": RELATIONS,
+    "page_text": PAGE_TEXT,
     "image_text": IMAGE_TEXT,
     "objects": OBJECTS,
     "grounding_failures": GROUNDING_FAILURES,
