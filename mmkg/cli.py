@@ -198,7 +198,11 @@ def _evaluate(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(f"{name}: {len(ms)} method(s)", total=steps_for(dataset, ms))
-        result = run_eval(idx, dataset, ms, ks=ks, depth=depth, on_step=lambda: bar.advance(task))
+        try:
+            result = run_eval(idx, dataset, ms, ks=ks, depth=depth, on_step=lambda: bar.advance(task))
+        except ValueError as exc:  # questions that do not fit the index, bad k or depth
+            console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2) from exc
     result.build, result.open_s = build, open_s
     rpath, mpath = result.write(out or data_root / "results")
     from mmkg.eval.report import markdown

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -61,13 +60,18 @@ class BuildReport:
 
 
 def dagster_instance(data_root: Path):
-    """A persistent instance under ``<data_root>/dagster_home`` unless DAGSTER_HOME is set."""
-    from dagster import DagsterInstance
+    """The data root's own persistent instance, ``<data_root>/dagster_home`` (what scripts/ui.sh opens for .mmkg).
 
-    home = Path(os.environ.setdefault("DAGSTER_HOME", str((data_root / "dagster_home").resolve())))
+    One instance per data root: the global assets read every dynamic partition the instance knows,
+    so two corpora must never share one.
+    """
+    from dagster import DagsterInstance
+    from dagster._core.instance.ref import InstanceRef
+
+    home = (data_root / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").touch()  # an empty file: default local storage, no startup notice
-    return DagsterInstance.get()
+    return DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
 
 
 def corpus_digest(corpus_root: Path, partitions: list[str]) -> dict[str, str]:
@@ -153,6 +157,8 @@ def build_index(
     known = set(instance.get_dynamic_partitions("corpus"))
     if missing := [k for k in keys if k not in known]:
         instance.add_dynamic_partitions("corpus", missing)
+    for gone in sorted(known - set(list_partitions(corpus_root))):  # folders removed since: not in the next publish
+        instance.delete_dynamic_partition("corpus", gone)
     spacy = {"n_process": processes} if processes else {}
     resources = default_resources(corpus_root, data_root, **spacy)
     report = BuildReport(str(corpus_root), str(data_root), "")

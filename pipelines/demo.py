@@ -1,7 +1,7 @@
 """Quick start: register the corpus partitions, materialize every asset, print a summary.
 
-``python -m pipelines.demo`` uses a persistent Dagster instance under the data root, so the runs
-it makes are the ones ``dagster dev`` shows afterwards (same DAGSTER_HOME).
+``python -m pipelines.demo`` uses a persistent Dagster instance under the data root
+(``<data_root>/dagster_home``), so the runs it makes are the ones ``scripts/ui.sh`` shows afterwards.
 """
 
 from __future__ import annotations

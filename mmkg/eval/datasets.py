@@ -67,14 +67,6 @@ class Dataset:
             return title
         return page_unit(Path(source_path).name, page)
 
-    def doc_filters(self, q: Question) -> dict[str, str] | None:
-        """Filters that restrict retrieval to the question's own document (None if it has none)."""
-        if q.doc is None:
-            return None
-        if q.doc not in self.doc_partitions:
-            raise DatasetError(f"{self.name}: question {q.id} asks about {q.doc}, which is not in the corpus")
-        return {"partition": self.doc_partitions[q.doc]}
-
     def limit(self, n: int | None) -> Dataset:
         """The first n questions (all when n is None), for quick runs."""
         return self if n is None else Dataset(self.name, self.questions[:n], self.unit_kind, self.doc_partitions)

@@ -78,6 +78,12 @@ def run_eval(
         row["chunk_id"]: dataset.unit_of(row["title"], row["source_path"], row["page"])
         for row in chunk_table(index).iter_rows(named=True)
     }
+    # a question's own document, found by file name: independent of how the corpus was partitioned
+    doc_ids: dict[str, list[str]] = {}
+    for doc_id, source_path in index.documents.select("doc_id", "source_path").iter_rows():
+        doc_ids.setdefault(Path(source_path).name, []).append(doc_id)
+    if missing := sorted({q.doc for q in dataset.questions if q.doc and q.answerable} - set(doc_ids)):
+        raise ValueError(f"{dataset.name}: documents not in the index {index.root}: {missing}")
     scopes = ["corpus"] + (["document"] if any(q.doc for q in dataset.questions) else [])
     scored = [q for q in dataset.questions if q.answerable]
     indexed = set(units.values())
@@ -101,7 +107,7 @@ def run_eval(
         if not q.answerable:
             continue
         for scope in scopes:
-            filters = dataset.doc_filters(q) if scope == "document" else None
+            filters = {"doc_id": doc_ids[q.doc]} if scope == "document" and q.doc else None
             rec["results"][scope] = {}
             for m in methods:
                 t0 = time.perf_counter()
