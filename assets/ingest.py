@@ -7,6 +7,8 @@ from assets.partitions import corpus_partitions
 from mmkg.ingest import ingest_partition
 from resources import CorpusResource, StorageResource
 
+FINGERPRINT_KEY = "corpus_fingerprint"  # the re-index schedule compares it with the folder's current one
+
 
 @multi_asset(
     outs={
@@ -41,6 +43,8 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         if i % 200 == 0 or i == n - 1:
             context.log.info(f"[{i + 1}/{n}] {rel}")
 
+    # Taken before reading: a file changed mid-read leaves a fingerprint that no longer matches, so it re-runs.
+    fingerprint = corpus.fingerprint(partition)
     result = ingest_partition(corpus.path, partition, storage.image_store(), corpus.limits(), progress)
     for row in result.rejected.iter_rows(named=True):
         context.log.warning(f"rejected {row['source_path']} {row['record_key']}: {row['reason']}")
@@ -51,6 +55,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         metadata={
             **table_metadata(docs, ["title", "kind", "source_path", "n_pages"], result.seconds),
             "files_read": result.n_files,
+            FINGERPRINT_KEY: fingerprint,
             "by_kind": MetadataValue.json(result.by_kind),
             "characters": int(docs["text"].str.len_chars().sum() or 0),
         },

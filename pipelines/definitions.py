@@ -6,15 +6,17 @@ from dagster import Definitions, load_asset_checks_from_modules, load_assets_fro
 
 from assets import checks, embeddings, graph_inputs, index, ingest, text, vision
 from pipelines.executors import executor_from_env
-from pipelines.jobs import catalog_job, partition_job, publish_job
+from pipelines.jobs import catalog_job, partition_job, publish_job, reindex_job
 from pipelines.resources import default_resources
-from pipelines.sensors import corpus_partition_sensor
+from pipelines.schedules import reindex_schedule
+from pipelines.sensors import corpus_partition_sensor, index_publish_sensor
 
 defs = Definitions(
     assets=load_assets_from_modules([ingest, text, vision, graph_inputs, embeddings, index]),
     asset_checks=load_asset_checks_from_modules([checks]),
-    jobs=[partition_job, catalog_job, publish_job],
-    sensors=[corpus_partition_sensor],
+    jobs=[partition_job, catalog_job, publish_job, reindex_job],
+    sensors=[corpus_partition_sensor, index_publish_sensor],
+    schedules=[reindex_schedule],
     resources=default_resources(),
     executor=executor_from_env(),  # MMKG_EXECUTOR: dask, celery, k8s, ... (unset: multiprocess)
 )

@@ -26,3 +26,10 @@ publish_job = define_asset_job(
     "(a no-op version bump is skipped when nothing changed). Refuses to publish when an input fails validation or a "
     "blocking check on a partition last failed; a smoke retrieval checks the published version.",
 )
+
+reindex_job = define_asset_job(
+    "reindex",
+    selection=PARTITIONED | GLOBAL,
+    description="Target of the re-index schedule: each run is either one stale partition's assets or the global "
+    "catalog, graph and index (the schedule picks the subset).",
+)

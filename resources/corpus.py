@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from mmkg.ingest import Limits, list_partitions
+from mmkg.ingest.fingerprint import corpus_fingerprints, partition_fingerprint
 from mmkg.settings import get_settings
 
 _S = get_settings()
@@ -18,6 +20,10 @@ class CorpusResource(ConfigurableResource):
     max_image_pixels: int = Field(default=_S.max_image_pixels, description="Reject images with more pixels.")
     min_image_side: int = Field(default=_S.min_image_side, description="Reject images with a shorter side.")
     max_file_bytes: int = Field(default=_S.max_file_bytes, description="Reject larger source files.")
+    fingerprint_mode: Literal["content", "stat"] = Field(
+        default="content",
+        description="How a partition's fingerprint is taken: file bytes (content) or size + mtime (stat, cheaper).",
+    )
 
     @property
     def path(self) -> Path:
@@ -32,3 +38,10 @@ class CorpusResource(ConfigurableResource):
 
     def partitions(self) -> list[str]:
         return list_partitions(self.path)
+
+    def fingerprint(self, partition: str) -> str:
+        """The partition folder's current fingerprint (what the ingest asset records and the sensor compares)."""
+        return partition_fingerprint(self.path / partition, self.fingerprint_mode)
+
+    def fingerprints(self) -> dict[str, str]:
+        return corpus_fingerprints(self.path, self.fingerprint_mode)
