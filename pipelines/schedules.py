@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    DagsterEventType,
     DagsterInstance,
     DefaultScheduleStatus,
     Definitions,
@@ -98,6 +99,7 @@ class Tick:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     skip: str | None = None
+    steps: dict[str, float] = field(default_factory=dict)  # seconds per step of the runs it executed
 
     @property
     def partitions(self) -> list[str]:
@@ -132,8 +134,9 @@ class LocalDaemon:
         self.run_config = run_config or {}
         self.cursor: str | None = None
 
-    def _execute(self, job_name: str, requests: Sequence[RunRequest]) -> None:
+    def _execute(self, job_name: str, requests: Sequence[RunRequest]) -> dict[str, float]:
         job = self.defs.resolve_job_def(job_name)
+        steps: dict[str, float] = {}
         for r in requests:
             result = job.execute_in_process(
                 instance=self.instance,
@@ -146,6 +149,10 @@ class LocalDaemon:
             if not result.success:
                 where = f"partition {r.partition_key}" if r.partition_key else "the global assets"
                 raise RuntimeError(f"{job_name} run {result.run_id} for {where} failed; see its events on the instance")
+            for ev in result.all_events:
+                if ev.event_type == DagsterEventType.STEP_SUCCESS:
+                    steps[ev.step_key] = steps.get(ev.step_key, 0.0) + ev.event_specific_data.duration_ms / 1000
+        return steps
 
     def _apply(self, requests: Sequence) -> tuple[list[str], list[str]]:
         added: list[str] = []
@@ -171,8 +178,8 @@ class LocalDaemon:
             data = sensor_def.evaluate_tick(ctx)
         added, removed = self._apply(data.dynamic_partitions_requests or [])
         runs = list(data.run_requests or [])
-        self._execute(sensor_def.job_name, runs)
-        return Tick(runs, added, removed, data.skip_message), data.cursor
+        steps = self._execute(sensor_def.job_name, runs)
+        return Tick(runs, added, removed, data.skip_message, steps), data.cursor
 
     def corpus_tick(self) -> Tick:
         """One tick of ``corpus_partition_sensor``: register/delete partitions and run the changed ones."""
@@ -191,8 +198,8 @@ class LocalDaemon:
         ) as ctx:
             data = reindex_schedule.evaluate_tick(ctx)
         runs = list(data.run_requests or [])
-        self._execute(reindex_schedule.job_name, runs)
-        return Tick(runs, skip=data.skip_message)
+        steps = self._execute(reindex_schedule.job_name, runs)
+        return Tick(runs, skip=data.skip_message, steps=steps)
 
     def refresh(self) -> list[Tick]:
         """Corpus sensor tick, then publish sensor tick: a change on disk all the way to a new index version."""
