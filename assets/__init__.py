@@ -3,4 +3,7 @@
 from assets import embeddings, graph_inputs, index, ingest, text, vision
 from assets.partitions import corpus_partitions
 
-__all__ = ["corpus_partitions", "embeddings", "graph_inputs", "index", "ingest", "text", "vision"]
+# Every module holding asset definitions; the code location and the sensors load the same list.
+ASSET_MODULES = (ingest, text, vision, graph_inputs, embeddings, index)
+
+__all__ = ["ASSET_MODULES", "corpus_partitions", "embeddings", "graph_inputs", "index", "ingest", "text", "vision"]

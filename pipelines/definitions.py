@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dagster import Definitions, load_asset_checks_from_modules, load_assets_from_modules
 
-from assets import checks, embeddings, graph_inputs, index, ingest, text, vision
+from assets import ASSET_MODULES, checks
 from pipelines.executors import executor_from_env
 from pipelines.jobs import catalog_job, partition_job, publish_job, reindex_job
 from pipelines.resources import default_resources
@@ -12,7 +12,7 @@ from pipelines.schedules import reindex_schedule
 from pipelines.sensors import corpus_partition_sensor, index_publish_sensor
 
 defs = Definitions(
-    assets=load_assets_from_modules([ingest, text, vision, graph_inputs, embeddings, index]),
+    assets=load_assets_from_modules(ASSET_MODULES),
     asset_checks=load_asset_checks_from_modules([checks]),
     jobs=[partition_job, catalog_job, publish_job, reindex_job],
     sensors=[corpus_partition_sensor, index_publish_sensor],

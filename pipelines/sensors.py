@@ -62,11 +62,11 @@ FINGERPRINT_TAG = "mmkg/fingerprint"
 @cache
 def asset_keys() -> tuple[tuple[AssetKey, ...], tuple[AssetKey, ...]]:
     """(partitioned, global) asset keys of the code location, from the same modules definitions.py loads."""
-    from assets import embeddings, graph_inputs, index, ingest, text, vision
+    from assets import ASSET_MODULES
 
     partitioned: set[AssetKey] = set()
     global_: set[AssetKey] = set()
-    for a in load_assets_from_modules([ingest, text, vision, graph_inputs, embeddings, index]):
+    for a in load_assets_from_modules(ASSET_MODULES):
         (global_ if a.partitions_def is None else partitioned).update(a.keys)  # type: ignore[union-attr]
     return tuple(sorted(partitioned, key=str)), tuple(sorted(global_, key=str))
 
