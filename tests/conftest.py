@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import io
+import os
+import signal
 import socket
 import string
+import subprocess
 from pathlib import Path
 
 import matplotlib
@@ -114,3 +117,17 @@ def tiny_clip(tiny_clip_dir: Path):
     from mmkg.encoders import ClipEncoder
 
     return ClipEncoder(str(tiny_clip_dir), device="cpu")
+
+
+def stop_process_group(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """Stop a process group a test started (a server and what it spawned): SIGTERM, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import stop_process_group
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT / "sample_corpus"
@@ -66,22 +66,9 @@ def start_webserver(home: Path, data_root: Path, log: Path, timeout: float = 240
         except OSError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
-            stop(proc)
+            stop_process_group(proc)
             raise RuntimeError(f"dagster-webserver did not come up at {url}; log {log}:\n{log.read_text()[-3000:]}")
         time.sleep(1)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Stop the webserver's process group (it and the code server it spawned)."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
 
 
 def capture_asset_graph(
@@ -162,7 +149,7 @@ def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     try:
         yield url, data
     finally:
-        stop(proc)
+        stop_process_group(proc)
 
 
 def test_asset_graph_renders(webserver):
@@ -206,7 +193,7 @@ def main() -> None:
     try:
         print(capture_asset_graph(url, args.out), "->", args.out)
     finally:
-        stop(proc)
+        stop_process_group(proc)
 
 
 if __name__ == "__main__":

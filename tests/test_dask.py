@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import stop_process_group
 from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructable
 
 from mmkg import schemas
@@ -35,20 +35,6 @@ def _dask_cli() -> str | None:
     """The project venv's ``dask`` CLI (workers must import this project's code), else one on PATH."""
     local = Path(sys.executable).parent / "dask"
     return str(local) if local.exists() else shutil.which("dask")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop one process group we started: SIGTERM, then SIGKILL if it does not exit in time."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
 
 
 @dataclass
@@ -107,7 +93,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield Cluster(address, base, pids, procs)
     finally:
         for proc in reversed(procs):  # workers first, then the scheduler
-            _stop(proc)
+            stop_process_group(proc, timeout=20)
 
 
 def _failures(instance: DagsterInstance, run_id: str, logs: Path) -> str:
