@@ -5,6 +5,8 @@
 2. Sentence and object scores are mean-pooled onto entity nodes through the incidence matrices
    (eq. 2): s_M = D_S^-1 M_SMI^T s_S + D_O^-1 M_OMI^T s_O.
 3. u = [ω_C s_C; ω_I s_I; s_M] per query modality; r0 = λ_t u_t + λ_v u_v, normalized (eq. 3).
+   Our addition: entities the text query names (mmkg.linking) take a share ``entity_seed_weight``
+   of r0, spread evenly; the paper's presets keep it at 0.
 4. Personalized PageRank r <- α W r + (1 - α) r0 until the L1 change is <= ε (eq. 4).
 5. Chunks are ranked by r.
 
@@ -41,7 +43,21 @@ class Preset:
     text_topk: TopK
     visual_topk: TopK
     seed_top_k: int | None = None  # keep only the strongest seeds of r0 (None: every activated node)
+    entity_seed_weight: float = 0.0  # share of r0 on entities the query names (0: dense seeds only, as the paper)
+    lexical_seed_weight: float = 0.0  # share of r0 on the BM25 top chunks (0: none, as the paper)
+    lexical_top_k: int = 10  # how many BM25 chunks seed
+    entity_chunk_share: float = 0.0  # share of a linked entity's mass moved onto its chunks, by query similarity
+    entity_chunk_temperature: float = 0.05  # softmax temperature over those chunks' cosines
     eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if min(self.entity_seed_weight, self.lexical_seed_weight) < 0 or (
+            self.entity_seed_weight + self.lexical_seed_weight > 1
+        ):
+            raise ValueError(
+                "entity_seed_weight and lexical_seed_weight must be >= 0 and sum to at most 1 (the dense seeds get "
+                f"the rest); got {self.entity_seed_weight} and {self.lexical_seed_weight}"
+            )
 
     def override(self, **changes: Any) -> Preset:
         """A copy with some parameters changed; unknown names are an error, not ignored."""
@@ -68,8 +84,20 @@ PRESETS: dict[str, Preset] = {
     "scienceqa": Preset(0.85, 0.05, 1.0, 1.0, 1.0, TopK(4, 10, 10, 10), TopK(10, 10, 20, 10)),
     "crisis_bc": Preset(0.85, 0.2, 1.0, 1.0, 0.5, TopK(7, 5, 5, 5), TopK(3, 1, 1, 1)),
     "crisis_mc": Preset(0.70, 1.0, 1.0, 1.0, 1.0, TopK(12, 2, 3, 2), TopK(12, 3, 5, 3)),
-    # Document QA over text-heavy corpora: chunk and sentence seeds, moderate propagation.
-    "default": Preset(0.5, 1.0, 1.0, 1.0, 1.0, TopK(20, 20, 5, 5), TopK(10, 10, 10, 10)),
+    # Document QA over text-heavy corpora: seeds on the entities the query names, dense chunk and
+    # sentence seeds as the tie-breaker, moderate propagation (tuned on 2Wiki dev, benchmarks/RESULTS.md).
+    "default": Preset(
+        0.5,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        TopK(20, 20, 5, 5),
+        TopK(10, 10, 10, 10),
+        entity_seed_weight=0.98,
+        entity_chunk_share=1.0,
+        entity_chunk_temperature=0.1,
+    ),
 }
 
 
@@ -116,8 +144,21 @@ def activation(g: Granular, m_smi: sp.sparray, m_omi: sp.sparray, omega_c: float
     return np.concatenate([omega_c * g.chunk, omega_i * g.image, s_m])
 
 
-def seed_distribution(u_text: np.ndarray | None, u_visual: np.ndarray | None, preset: Preset) -> np.ndarray:
-    """r0 = λ_t u_t + λ_v u_v, optionally cut to the top seeds, normalized to sum 1 (eq. 3)."""
+def seed_distribution(
+    u_text: np.ndarray | None,
+    u_visual: np.ndarray | None,
+    preset: Preset,
+    entity: np.ndarray | None = None,
+    lexical: np.ndarray | None = None,
+) -> np.ndarray:
+    """r0 = λ_t u_t + λ_v u_v, optionally cut to the top seeds, normalized to sum 1 (eq. 3).
+
+    Two optional seed channels join it, each non-negative node mass: ``entity`` (what the entities
+    the query names seed, see ``Index._entity_seeds``) with weight ``preset.entity_seed_weight`` and
+    ``lexical`` (e.g. BM25 over chunks) with weight ``preset.lexical_seed_weight``; the dense r0 gets the rest. A
+    channel with nothing in it drops out and the others are renormalized, so a query that links
+    nothing and matches no word gets the paper's r0.
+    """
     parts = []
     if u_text is not None:
         parts.append(preset.lambda_t * u_text)
@@ -128,10 +169,19 @@ def seed_distribution(u_text: np.ndarray | None, u_visual: np.ndarray | None, pr
     r0 = np.sum(parts, axis=0)
     if preset.seed_top_k is not None:
         r0 = keep_top_k(r0, preset.seed_top_k)
-    total = r0.sum()
-    if total <= 0:
+    channels: list[tuple[float, np.ndarray]] = []
+    total = float(r0.sum())
+    if total > 0:
+        channels.append((1.0 - preset.entity_seed_weight - preset.lexical_seed_weight, r0 / total))
+    for extra, w in ((entity, preset.entity_seed_weight), (lexical, preset.lexical_seed_weight)):
+        if extra is not None and w > 0 and (extra_total := float(extra.sum())) > 0:
+            channels.append((w, extra / extra_total))
+    # dense alone if every weight went to channels that are empty for this query
+    weighted = [(w, v) for w, v in channels if w > 0] or [(1.0, v) for _, v in channels[:1]]
+    if not weighted:
         raise ValueError("the query activated no seed node (no positive similarity within the top-k)")
-    return r0 / total
+    weight = sum(w for w, _ in weighted)
+    return np.sum([w / weight * v for w, v in weighted], axis=0)
 
 
 @dataclass

@@ -72,6 +72,26 @@ def test_text_query_returns_the_expected_chunk_first(built: Built):
     assert res.chunks[0].source_path == "computing_history/first_computer_bug.md"
 
 
+def test_named_entities_seed_the_default_preset(built: Built):
+    idx = Index.open(built.data / "index")
+    entities = idx.entities
+    assert entities is not None and entities.height == idx.graph.counts()["entity_nodes"]
+    q = "Which mission did the first woman to command a Space Shuttle lead?"
+    assert [link.keys for link in idx.link(q)] == [("space shuttle",)]
+    res = idx.retrieve(text=q, k=5)
+    assert res.linked_entities == ["space shuttle"] and "link" in res.timings_ms
+    assert res.chunks[0].source_path == "space/eileen_collins.md"
+    # the paper's presets seed from dense scores only
+    assert idx.retrieve(text=q, k=5, preset="evqa").linked_entities == []
+    # a partial name is not linked ("Harvard Mark" is an entity, "Harvard Mark II" is not): dense seeds alone
+    plain = "Who found a moth in the Harvard Mark II relay?"
+    assert idx.link(plain) == []
+    a = idx.retrieve(text=plain, k=5)
+    b = idx.retrieve(text=plain, k=5, entity_seed_weight=0.0)
+    assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in b.chunks]
+    assert a.chunks[0].source_path == "computing_history/first_computer_bug.md"
+
+
 def test_image_query_returns_the_chunk_holding_that_image(built: Built):
     from conftest import SAMPLE_CORPUS
 

@@ -76,3 +76,34 @@ def test_presets_follow_table5_and_override():
         get_preset("default", damping=0.3)
     with pytest.raises(ValueError, match="unknown preset"):
         get_preset("nope")
+
+
+def test_entity_seeds_take_their_share_of_r0():
+    p = get_preset("default", entity_seed_weight=0.8)
+    u_t = np.array([1.0, 0.0, 3.0, 0.0, 0.0])
+    r0 = seed_distribution(u_t, None, p, np.array([0, 0, 0, 1.0, 1.0]))
+    np.testing.assert_allclose(r0, [0.05, 0.0, 0.15, 0.4, 0.4])
+    assert r0.sum() == pytest.approx(1.0)
+    # no link, or a preset without entity seeding: the paper's r0
+    np.testing.assert_allclose(seed_distribution(u_t, None, p, np.zeros(5)), [0.25, 0, 0.75, 0, 0])
+    np.testing.assert_allclose(seed_distribution(u_t, None, PRESETS["evqa"], np.ones(5)), [0.25, 0, 0.75, 0, 0])
+    # linked entities alone still make a query
+    np.testing.assert_allclose(seed_distribution(np.zeros(5), None, p, np.array([0, 0, 0, 0, 2.0])), [0, 0, 0, 0, 1.0])
+
+
+def test_lexical_seeds_mix_with_the_other_channels():
+    p = get_preset("default", entity_seed_weight=0.5, lexical_seed_weight=0.3)
+    u_t = np.array([1.0, 0.0, 1.0, 0.0])
+    lex = np.array([0.0, 3.0, 1.0, 0.0])
+    r0 = seed_distribution(u_t, None, p, np.array([0, 0, 0, 1.0]), lex)
+    np.testing.assert_allclose(r0, [0.1, 0.225, 0.1 + 0.075, 0.5])
+    # a query with no known word: the lexical share goes back to the others, renormalized
+    e = np.array([0, 0, 0, 1.0])
+    np.testing.assert_allclose(seed_distribution(u_t, None, p, e, np.zeros(4)), [1 / 7, 0, 1 / 7, 5 / 7])
+    # every weight on channels that are empty: the dense seeds alone
+    only = get_preset("default", entity_seed_weight=0.0, lexical_seed_weight=1.0)
+    np.testing.assert_allclose(seed_distribution(u_t, None, only, None, np.zeros(4)), [0.5, 0, 0.5, 0])
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        get_preset("default", entity_seed_weight=0.7, lexical_seed_weight=0.5)
+    with pytest.raises(ValueError, match=">= 0"):
+        get_preset("evqa", lexical_seed_weight=-0.1)

@@ -19,14 +19,18 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from mmkg.embedding import chunk_texts
+from mmkg.entities import merge_mentions
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
 from mmkg.index.manifest import CURRENT, EncoderSpec, Manifest, current_version, set_current
+from mmkg.lexical import LexicalIndex
 
 GRANULARITIES = ("chunks", "sentences", "images", "objects")
 ID_COLUMN = {"chunks": "chunk_id", "sentences": "sentence_id", "images": "image_id", "objects": "object_id"}
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
+LEXICAL_DIR = "bm25"  # the version's BM25 chunk index (mmkg.lexical)
 _SAFE_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -145,6 +149,12 @@ def publish_index(
         df.write_parquet(folder / f"{name}.parquet")
     entity_keys = graph.nodes.filter(pl.col("kind") == "entity")["key"].to_list()
     keyset = set(entity_keys)
+    # names and counts of the graph's entities: what query linking and readers show for a node
+    merge_mentions(mentions.filter(pl.col("entity_key").is_in(entity_keys))).write_parquet(folder / "entities.parquet")
+    chunks = payload["chunks"]
+    LexicalIndex.build(chunks["chunk_id"].to_list(), chunk_texts(chunks, payload["documents"])).save(
+        folder / LEXICAL_DIR
+    )
     smi = build_incidence(
         payload["sentences"]["sentence_id"].to_list(),
         entity_keys,

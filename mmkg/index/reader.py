@@ -23,7 +23,9 @@ from threadpoolctl import ThreadpoolController
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
 from mmkg.index.manifest import Manifest, current_version, list_versions
-from mmkg.index.publish import GRANULARITIES
+from mmkg.index.publish import GRANULARITIES, LEXICAL_DIR
+from mmkg.lexical import LexicalIndex
+from mmkg.linking import EntityLinker, Link
 from mmkg.retrieval import Granular, Preset, activation, get_preset, keep_top_k, seed_distribution
 
 FILTER_KEYS = ("doc_id", "partition", "source_path")
@@ -79,6 +81,7 @@ class RetrievalResult:
     chunks: list[RetrievedChunk]
     seeds: int
     timings_ms: dict[str, float]
+    linked_entities: list[str] = field(default_factory=list)  # entity keys the text query named (seeded)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,7 +147,14 @@ class Index:
                     else np.zeros((0, dim), np.float32)
                 )
         self.documents = pl.read_parquet(folder / "documents.parquet")  # what filters select on
+        # entity names (for linking titles with a parenthetical); versions before it was published lack it
+        ent_path = folder / "entities.parquet"
+        self.entities = pl.read_parquet(ent_path) if ent_path.exists() else None
         self._lookup: dict[str, dict] | None = None
+        self._linker: EntityLinker | None = None
+        self._entity_node: dict[str, int] | None = None
+        self._lexical: LexicalIndex | None = None
+        self._lexical_pos: np.ndarray | None = None
         # OpenBLAS worker threads spin after each call and starve torch's query encoder of the
         # cores; the dense search and propagation run on one BLAS thread instead (measured:
         # retrieve() p50 85 ms -> 55 ms on 2 cores).
@@ -222,7 +232,9 @@ class Index:
             out[pos[key]] = 1.0 - dist
         return out
 
-    def _granular(self, q: np.ndarray, topk: Any, masks: dict[str, np.ndarray | None]) -> tuple[Granular, np.ndarray]:
+    def _granular(
+        self, q: np.ndarray, topk: Any, masks: dict[str, np.ndarray | None]
+    ) -> tuple[Granular, dict[str, np.ndarray]]:
         k = {"chunks": topk.chunk, "sentences": topk.sentence, "images": topk.image, "objects": topk.object}
         raw = {name: self._scores(name, q, k[name], masks[name]) for name in GRANULARITIES}
         g = Granular(
@@ -231,7 +243,7 @@ class Index:
             image=keep_top_k(raw["images"], topk.image, masks["images"]),
             object=keep_top_k(raw["objects"], topk.object, masks["objects"]),
         )
-        return g, np.where(np.isfinite(raw["sentences"]), raw["sentences"], 0.0)
+        return g, raw
 
     def _engine(self, engine: str | None, alpha: float) -> str:
         """``auto``: power iteration for light damping (few sweeps, least overhead), CG for heavy damping.
@@ -243,6 +255,74 @@ class Index:
         if name == "auto":
             return "scipy" if alpha <= 0.5 else "cg"
         return name
+
+    @property
+    def linker(self) -> EntityLinker:
+        """Links query spans to this version's entity nodes (built on first use, ~1 s per million entities)."""
+        if self._linker is None:
+            self._entity_node = self.graph.index_of("entity")
+            names = self.entities["name"].to_list() if self.entities is not None else []
+            self._linker = EntityLinker(self._entity_node, names)
+        return self._linker
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """BM25 over this version's chunk texts (published with it; rebuilt in memory for older versions)."""
+        if self._lexical is None:
+            folder = self.folder / LEXICAL_DIR
+            if folder.exists():
+                lex = LexicalIndex.load(folder)
+            else:
+                from mmkg.embedding import chunk_texts
+
+                lex = LexicalIndex.build(self.chunks["chunk_id"].to_list(), chunk_texts(self.chunks, self.documents))
+            pos = self.positions["chunks"]
+            self._lexical_pos = np.asarray([pos[c] for c in lex.ids], dtype=np.int64)
+            self._lexical = lex
+        return self._lexical
+
+    def lexical_scores(self, text: str) -> np.ndarray:
+        """BM25 score of every chunk, in the graph's chunk node order."""
+        raw = self.lexical.scores(text)
+        out = np.zeros(self.n_chunks, dtype=np.float32)
+        out[self._lexical_pos] = raw
+        return out
+
+    def link(self, text: str) -> list[Link]:
+        """The entities of this index that a query names (what ``retrieve`` seeds with the default preset)."""
+        return self.linker.link(text)
+
+    def _entity_seeds(
+        self, text: str, chunk_cos: np.ndarray, mask: np.ndarray | None, p: Preset
+    ) -> tuple[np.ndarray | None, list[str]]:
+        """Seed mass for the entities the query names: one equal share per entity.
+
+        A share ``entity_chunk_share`` of each entity's mass goes to the chunks it is mentioned in,
+        weighted by softmax(cosine / ``entity_chunk_temperature``) of chunk and query, so the
+        rest of the question picks among an entity's passages; the remainder sits on the entity node.
+        """
+        keys = list(dict.fromkeys(k for link in self.link(text) for k in link.keys))
+        if not keys:
+            return None, []
+        assert self._entity_node is not None
+        adj = self.graph.adjacency
+        seeds = np.zeros(self.graph.n, dtype=np.float64)
+        per = 1.0 / len(keys)
+        for key in keys:
+            node = self._entity_node[key]
+            nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
+            nbrs = nbrs[nbrs < self.n_chunks]
+            if mask is not None:
+                nbrs = nbrs[mask[nbrs]]
+            cos = chunk_cos[nbrs] if nbrs.size else nbrs
+            ok = np.isfinite(cos)
+            share = p.entity_chunk_share if ok.any() else 0.0
+            seeds[node] += per * (1.0 - share)
+            if share > 0:
+                nbrs, cos = nbrs[ok], cos[ok].astype(np.float64)
+                w = np.exp((cos - cos.max()) / p.entity_chunk_temperature)
+                np.add.at(seeds, nbrs, per * share * w / w.sum())
+        return seeds, keys
 
     def _image_query_vector(self, image: Path) -> np.ndarray:
         from mmkg.encoders import ImageInput
@@ -296,19 +376,33 @@ class Index:
                                    str(image) if image is not None else None, [], 0, {"total": 0.0})  # fmt: skip
         u_t = u_v = None
         sent_scores = np.zeros(len(self.m_smi.row_ids), np.float32)
+        chunk_cos = np.full(self.n_chunks, -np.inf, np.float32)
         if text is not None:
             qt = self.encoder.encode_text([text])[0]
             timings["encode_text"] = (time.perf_counter() - t0) * 1e3
-            g_t, sent_scores = self._granular(qt, p.text_topk, masks)
+            g_t, raw = self._granular(qt, p.text_topk, masks)
+            sent_scores = np.where(np.isfinite(raw["sentences"]), raw["sentences"], 0.0)
+            chunk_cos = raw["chunks"]
             u_t = activation(g_t, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
         if image is not None:
             t1 = time.perf_counter()
             qv = self._image_query_vector(Path(image))
             timings["encode_image"] = (time.perf_counter() - t1) * 1e3
-            g_v, sv = self._granular(qv, p.visual_topk, masks)
-            sent_scores = np.maximum(sent_scores, sv)
+            g_v, raw_v = self._granular(qv, p.visual_topk, masks)
+            sent_scores = np.maximum(sent_scores, np.where(np.isfinite(raw_v["sentences"]), raw_v["sentences"], 0.0))
             u_v = activation(g_v, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
-        r0 = seed_distribution(u_t, u_v, p)
+        entity_seeds, linked = None, []
+        if text is not None and p.entity_seed_weight > 0:
+            t1 = time.perf_counter()
+            entity_seeds, linked = self._entity_seeds(text, chunk_cos, masks["chunks"], p)
+            timings["link"] = (time.perf_counter() - t1) * 1e3
+        lexical = None
+        if text is not None and p.lexical_seed_weight > 0:
+            t1 = time.perf_counter()
+            lexical = np.zeros(self.graph.n, dtype=np.float32)
+            lexical[: self.n_chunks] = keep_top_k(self.lexical_scores(text), p.lexical_top_k, masks["chunks"])
+            timings["bm25"] = (time.perf_counter() - t1) * 1e3
+        r0 = seed_distribution(u_t, u_v, p, entity_seeds, lexical)
         t2 = time.perf_counter()
         r = personalized_pagerank(self.ppr_graph, r0, p.alpha, p.eps, engine=self._engine(engine, p.alpha))
         timings["ppr"] = (time.perf_counter() - t2) * 1e3
@@ -327,6 +421,7 @@ class Index:
             chunks=chunks,
             seeds=int((r0 > 0).sum()),
             timings_ms={k2: round(v, 2) for k2, v in timings.items()},
+            linked_entities=linked,
         )
 
     def dense(
