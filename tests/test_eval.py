@@ -190,6 +190,13 @@ def test_eval_sample_end_to_end_through_the_cli(tmp_path: Path):
     assert not build["reused"] and build["documents"] >= 14 and build["peak_bytes"] > 0
     assert {"ingest", "chunks", "embed"} <= set(build["steps"]) and build["wall_s"] > 0
     assert "build stage" in report and "p50 ms" in report
+    # the head-to-head table counts every question once per (graph, baseline) pair
+    assert "## Question by question: perfect@10" in report
+    assert report.count("| graph:default | bm25 |") == 1
+    # graph results say what the query linked to: sample-01 names the Space Shuttle
+    q1 = next(q for q in run["questions"] if q["id"] == "sample-01")
+    assert "space shuttle" in q1["results"]["corpus"]["graph:default"]["why"]["linked_entities"]
+    assert q1["results"]["corpus"]["graph:scienceqa"]["why"]["linked_entities"] == []
 
     # same corpus files: the published index is re-used, and the scores are the same question by question
     res = CliRunner().invoke(

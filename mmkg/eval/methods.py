@@ -1,6 +1,8 @@
 """Retrieval methods compared by the harness, all over one published index.
 
-Each method answers ``search(text, depth, filters)`` with chunk ids, best first:
+Each method answers ``search(text, depth, filters)`` with chunk ids, best first, and ``explain()``
+says what drove its last answer (query terms BM25 knew, the entities the graph seeded), which the
+per-question JSON keeps so a loss can be read question by question:
 
 - ``bm25``: BM25 (bm25s) over the index's chunk payload text, title prepended as the encoder sees it;
 - ``dense``: cosine search over the index's chunk vectors with the index's own encoder (``Index.dense``);
@@ -12,12 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import polars as pl
 
-from mmkg.embedding import chunk_texts
 from mmkg.index.reader import FILTER_KEYS, Index
 from mmkg.retrieval import PRESETS
 
@@ -30,26 +31,29 @@ class Method(Protocol):
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]: ...
 
+    def explain(self) -> dict[str, Any]: ...
+
 
 @dataclass
 class BM25Method:
-    """Lexical baseline: bm25s over the chunk texts of the index (lower-cased words, English stop words)."""
+    """Lexical baseline: the index's BM25 over chunk texts (``Index.lexical``, what lexical seeds use too)."""
 
     index: Index
     name: str = "bm25"
     setup_s: float = 0.0
-    _ids: list[str] = field(default_factory=list, init=False)
+    _last: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        import bm25s
-
         t0 = time.perf_counter()
-        chunks = self.index.chunks
-        self._ids = chunks["chunk_id"].to_list()
-        self._columns = {key: chunks[key].to_numpy() for key in FILTER_KEYS}
-        tokens = bm25s.tokenize(chunk_texts(chunks, self.index.documents), stopwords="en", show_progress=False)
-        self._bm25 = bm25s.BM25()
-        self._bm25.index(tokens, show_progress=False)
+        self.index.lexical  # noqa: B018 - load (or build) it now, so setup time is not query time
+        chunks = self.index.meta["chunks"]
+        self._ids = chunks["id"].to_list()
+        self._columns = {
+            key: self.index.chunks.select("chunk_id", key)
+            .join(chunks.select(pl.col("id").alias("chunk_id")), on="chunk_id", how="right")[key]
+            .to_numpy()
+            for key in FILTER_KEYS
+        }
         self.setup_s = time.perf_counter() - t0
 
     def _mask(self, filters: Filters) -> np.ndarray | None:
@@ -64,18 +68,17 @@ class BM25Method:
         return mask
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
-        import bm25s
-
-        query = bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
-        known = [t for t in query if t in self._bm25.vocab_dict]
-        if not known:
-            return []
-        scores = np.asarray(self._bm25.get_scores(known), dtype=np.float64)
+        terms = self.index.lexical.query_terms(text)
+        self._last = {"terms": terms}
+        scores = self.index.lexical_scores(text).astype(np.float64)
         mask = self._mask(filters)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
         top = np.argsort(-scores, kind="stable")[:depth]
         return [self._ids[i] for i in top if scores[i] > 0]
+
+    def explain(self) -> dict[str, Any]:
+        return self._last
 
 
 @dataclass
@@ -89,6 +92,9 @@ class DenseMethod:
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
         return [cid for cid, _ in self.index.dense(text, k=depth, level="chunks", filters=filters)]
 
+    def explain(self) -> dict[str, Any]:
+        return {}
+
 
 @dataclass
 class GraphMethod:
@@ -98,13 +104,18 @@ class GraphMethod:
     preset: str
     name: str = ""
     setup_s: float = 0.0
+    _last: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.name = self.name or f"graph:{self.preset}"
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
         res = self.index.retrieve(text=text, k=depth, preset=self.preset, filters=dict(filters) if filters else None)
+        self._last = {"linked_entities": res.linked_entities, "seeds": res.seeds}
         return [c.chunk_id for c in res.chunks]
+
+    def explain(self) -> dict[str, Any]:
+        return self._last
 
 
 def parse_methods(spec: str) -> list[str]:

@@ -58,8 +58,63 @@ def markdown(r: EvalReport) -> str:
                 for k in r.ks:
                     rows.append([name, str(k), *(_f(by_s[s][f"recall@{k}"]) for s in sources)])
             out.append(_table(header, rows))
+    out += head_to_head(r, headline_metric(r))
     out += ["", "## Speed", "", speed_markdown(r.build, r.latency, r.setup_s, r.open_s)]
     return "\n".join(out) + "\n"
+
+
+def headline_metric(r: EvalReport) -> str:
+    """Perfect@8 for multi-passage questions (2Wiki), recall@5 for evidence pages (MMLongBench-Doc)."""
+    k = 8 if 8 in r.ks else r.ks[-1]
+    if r.by_source or "document" in r.scopes:
+        return f"recall@{5 if 5 in r.ks else r.ks[-1]}"
+    return f"perfect@{k}"
+
+
+def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
+    """Each graph method against each baseline, question by question, with the questions the graph loses."""
+    graphs = [m for m in r.methods if m.startswith("graph:")]
+    baselines = [m for m in r.methods if not m.startswith("graph:")]
+    if not graphs or not baselines:
+        return []
+    scope = "document" if "document" in r.scopes else "corpus"
+    graph = "graph:default" if "graph:default" in graphs else graphs[0]
+    out = ["", f"## Question by question: {metric} ({scope} scope)", "",
+           "Wins / ties / losses of each graph preset against each baseline on the same questions.", ""]  # fmt: skip
+    rows = []
+    for g in graphs:
+        for b in baselines:
+            win = tie = loss = 0
+            for q in r.questions:
+                res = q["results"].get(scope, {})
+                if g in res and b in res:
+                    d = res[g]["metrics"][metric] - res[b]["metrics"][metric]
+                    win, tie, loss = win + (d > 0), tie + (d == 0), loss + (d < 0)
+            rows.append([g, b, str(win), str(tie), str(loss)])
+    out.append(_table(["graph", "baseline", "wins", "ties", "losses"], rows))
+    lost = []
+    for q in r.questions:
+        res = q["results"].get(scope, {})
+        if graph not in res:
+            continue
+        mine = res[graph]["metrics"][metric]
+        better = [b for b in baselines if b in res and res[b]["metrics"][metric] > mine]
+        if better:
+            lost.append((q, better))
+    if lost:
+        out += ["", f"Questions where `{graph}` loses to a baseline ({len(lost)}; first {min(limit, len(lost))}). "
+                "*Linked* is what the query linked to (seeded), *missed* the relevant units not in the top k; "
+                "`results.json` has every ranking.", ""]  # fmt: skip
+        rows = []
+        k = int(metric.split("@")[1])
+        for q, better in lost[:limit]:
+            res = q["results"][scope][graph]
+            missed = [u for u in q["relevant"] if u not in res["ranked"][:k]]
+            linked = ", ".join(res.get("why", {}).get("linked_entities", [])) or "none"
+            rows.append([q["id"], q["question"].replace("|", "/"), ", ".join(better), linked,
+                         "; ".join(missed).replace("|", "/")])  # fmt: skip
+        out.append(_table(["id", "question", "beaten by", "linked", "missed"], rows))
+    return out
 
 
 def speed_markdown(

@@ -122,6 +122,7 @@ def run_eval(
                     "first_hit": next((i for i, u in enumerate(ranked, 1) if u in set(q.relevant)), None),
                     "metrics": metrics,
                     "ms": round(ms, 2),
+                    **({"why": why} if (why := m.explain()) else {}),
                 }
                 if on_step:
                     on_step()
