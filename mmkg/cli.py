@@ -250,7 +250,7 @@ def eval_mmlongbench(
     questions: Annotated[Path, typer.Option(help="Questions with evidence_pages.")] = DATASETS
     / "mmlongbench-dev"
     / "questions_dev.json",
-    methods: Methods = "bm25,dense,graph:default",
+    methods: Methods = "bm25,dense,graph:default,graph:longdoc",
     k: Ks = "1,2,5,8,10",
     out: Out = None,
     data_root: DataRoot = None,

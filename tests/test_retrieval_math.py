@@ -69,7 +69,7 @@ def test_presets_follow_table5_and_override():
     assert (evqa.alpha, evqa.omega_c, evqa.omega_i, evqa.lambda_t, evqa.lambda_v) == (0.20, 0.8, 1.6, 0.1, 1.0)
     assert evqa.text_topk == TopK(60, 3, 2, 3) and evqa.visual_topk == TopK(200, 70, 2, 5)
     assert PRESETS["crisis_bc"].visual_topk == TopK(3, 1, 1, 1)
-    assert set(PRESETS) == {"evqa", "infoseek", "scienceqa", "crisis_bc", "crisis_mc", "default"}
+    assert set(PRESETS) == {"evqa", "infoseek", "scienceqa", "crisis_bc", "crisis_mc", "default", "longdoc"}
     p = get_preset("scienceqa", alpha=0.5, text_topk_chunk=7)
     assert p.alpha == 0.5 and p.text_topk.chunk == 7 and p.text_topk.sentence == 10
     with pytest.raises(ValueError, match="unknown retrieval parameter"):
