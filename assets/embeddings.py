@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Out
 
 from assets._metadata import OWNERS
 from assets.partitions import corpus_partitions
-from mmkg.embedding import embed_all
+from mmkg.embedding import VectorCache, embed_all
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
@@ -44,13 +44,23 @@ def embed(
     image_text: pl.DataFrame,
     objects: pl.DataFrame,
 ):
-    """Chunks with their title, sentences, images (pixels or what can be read of them), object crops."""
+    """Chunks with their title, sentences, images (pixels or what can be read of them), object crops.
+
+    Chunk and sentence texts the partition already had are looked up in a per-partition vector cache
+    (``<data_root>/cache/vectors``), so re-indexing after an edit embeds only what changed.
+    """
     enc = encoder.get()
-    done = embed_all(enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size)
+    cache = VectorCache(storage.path / "cache" / "vectors", enc.info.id())
+    done = embed_all(
+        enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size,
+        cache=cache, partition=context.partition_key,
+    )  # fmt: skip
     for gran, name in OUTS.items():
         e = done[gran]
         rate = e.frame.height / e.seconds if e.seconds else 0.0
-        context.log.info(f"{gran}: {e.frame.height:,} vectors in {e.seconds:.1f}s ({rate:.0f}/s)")
+        context.log.info(
+            f"{gran}: {e.frame.height:,} vectors in {e.seconds:.1f}s ({rate:.0f}/s; {e.reused:,} unchanged, from cache)"
+        )
         yield Output(
             e.frame,
             output_name=name,
@@ -60,5 +70,6 @@ def embed(
                 "dimension": enc.info.dim,
                 "seconds": MetadataValue.float(round(e.seconds, 3)),
                 "rows_per_second": MetadataValue.float(round(rate, 1)),
+                "reused_from_cache": e.reused,
             },
         )

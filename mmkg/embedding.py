@@ -9,6 +9,7 @@ the text read in them.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from mmkg.atomic import atomic_path
 from mmkg.encoders import Encoder, ImageInput
 
 NEARBY_CHARS = 300
@@ -79,6 +81,74 @@ def object_inputs(objects: pl.DataFrame, data_root: Path) -> list[ImageInput]:
 class Embedded:
     frame: pl.DataFrame
     seconds: float
+    reused: int = 0  # vectors taken from the cache instead of the encoder
+
+
+class VectorCache:
+    """Text vectors from the previous run of a partition, keyed by encoder and exact input text.
+
+    Re-embedding a partition after one record changed then costs that record, not the partition:
+    the rest are looked up. One file per (encoder, granularity, partition) holding exactly that
+    partition's current vectors, so the cache grows with the corpus, not with its edits (a removed
+    partition's file stays behind; the folder is safe to delete at any time). The key is the input
+    text itself (hashed), so a changed title, chunking or text can never reuse a stale vector.
+    """
+
+    def __init__(self, root: Path, encoder_id: str):
+        self.folder = root / hashlib.blake2b(encoder_id.encode(), digest_size=8).hexdigest()
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+    def _path(self, granularity: str, partition: str) -> Path:
+        return self.folder / granularity / f"{partition}.parquet"
+
+    def load(self, granularity: str, partition: str, dim: int) -> dict[str, np.ndarray]:
+        path = self._path(granularity, partition)
+        if not path.exists():
+            return {}
+        try:
+            df = pl.read_parquet(path)
+            vecs = df["vector"].to_numpy().reshape(df.height, -1)
+        except Exception:  # an unreadable cache is only a cache: embed again
+            return {}
+        if vecs.shape[1] != dim:
+            return {}
+        return dict(zip(df["key"].to_list(), vecs.astype(np.float32), strict=True))
+
+    def save(self, granularity: str, partition: str, keys: list[str], vecs: np.ndarray) -> None:
+        df = pl.DataFrame({"key": keys}, schema={"key": pl.String}).with_columns(
+            pl.Series("vector", vecs.astype(np.float32), dtype=pl.Array(pl.Float32, vecs.shape[1]))
+        )
+        with atomic_path(self._path(granularity, partition)) as tmp:
+            df.unique("key", keep="first").write_parquet(tmp)
+
+
+def encode_cached(
+    encoder: Encoder,
+    texts: list[str],
+    batch_size: int,
+    cache: VectorCache | None,
+    granularity: str,
+    partition: str | None,
+) -> tuple[np.ndarray, int]:
+    """``encoder.encode_text`` for the texts the cache lacks; returns all vectors and how many were reused."""
+    dim = encoder.info.dim
+    if cache is None or partition is None:
+        return encoder.encode_text(texts, batch_size), 0
+    keys = [VectorCache.key(t) for t in texts]
+    known = cache.load(granularity, partition, dim)
+    missing = sorted({i for i, k in enumerate(keys) if k not in known})
+    fresh = encoder.encode_text([texts[i] for i in missing], batch_size) if missing else np.zeros((0, dim))
+    out = np.zeros((len(texts), dim), np.float32)
+    for row, i in enumerate(missing):
+        out[i] = fresh[row]
+        known[keys[i]] = out[i]
+    for i, k in enumerate(keys):
+        out[i] = known[k]
+    cache.save(granularity, partition, keys, out)
+    return out, len(texts) - len(missing)
 
 
 def vectors_frame(ids: list[str], meta: pl.DataFrame, id_col: str, vecs: np.ndarray, dim: int) -> pl.DataFrame:
@@ -103,13 +173,18 @@ def embed_all(
     objects: pl.DataFrame,
     data_root: Path,
     batch_size: int = 64,
+    cache: VectorCache | None = None,
+    partition: str | None = None,
 ) -> dict[str, Embedded]:
+    """Vectors of every granularity; with a ``cache`` and ``partition``, unchanged texts are not re-encoded."""
     dim = encoder.info.dim
 
-    def timed(ids: list[str], meta: pl.DataFrame, id_col: str, encode: Callable[[], np.ndarray]) -> Embedded:
+    def timed(
+        ids: list[str], meta: pl.DataFrame, id_col: str, encode: Callable[[], tuple[np.ndarray, int]]
+    ) -> Embedded:
         t = time.perf_counter()
-        vecs = encode() if ids else np.zeros((0, dim), np.float32)
-        return Embedded(vectors_frame(ids, meta, id_col, vecs, dim), time.perf_counter() - t)
+        vecs, reused = encode() if ids else (np.zeros((0, dim), np.float32), 0)
+        return Embedded(vectors_frame(ids, meta, id_col, vecs, dim), time.perf_counter() - t, reused)
 
     image_ids, image_in = image_inputs(images, image_text, objects, chunks, documents, data_root)
     return {
@@ -117,19 +192,19 @@ def embed_all(
             chunks["chunk_id"].to_list(),
             chunks,
             "chunk_id",
-            lambda: encoder.encode_text(chunk_texts(chunks, documents), batch_size),
+            lambda: encode_cached(encoder, chunk_texts(chunks, documents), batch_size, cache, "chunks", partition),
         ),
         "sentences": timed(
             sentences["sentence_id"].to_list(),
             sentences,
             "sentence_id",
-            lambda: encoder.encode_text(sentences["text"].to_list(), batch_size),
+            lambda: encode_cached(encoder, sentences["text"].to_list(), batch_size, cache, "sentences", partition),
         ),
-        "images": timed(image_ids, images, "image_id", lambda: encoder.encode_images(image_in, batch_size)),
+        "images": timed(image_ids, images, "image_id", lambda: (encoder.encode_images(image_in, batch_size), 0)),
         "objects": timed(
             objects["object_id"].to_list(),
             objects,
             "object_id",
-            lambda: encoder.encode_images(object_inputs(objects, data_root), batch_size),
+            lambda: (encoder.encode_images(object_inputs(objects, data_root), batch_size), 0),
         ),
     }

@@ -284,3 +284,35 @@ def test_check_compatible():
     message = str(err.value)
     assert "text:all-MiniLM-L6-v2:384" in message and "clip:openai/clip-vit-base-patch32:512" in message
     assert "same encoder" in message
+
+
+def test_vector_cache_embeds_only_changed_texts(text_encoder: TextEncoder, tmp_path: Path):
+    from mmkg.embedding import VectorCache, encode_cached
+
+    calls: list[list[str]] = []
+
+    class Counting:
+        info = text_encoder.info
+
+        def encode_text(self, texts, batch_size=64):
+            calls.append(list(texts))
+            return text_encoder.encode_text(texts, batch_size)
+
+    enc = Counting()
+    cache = VectorCache(tmp_path / "cache", text_encoder.info.id())
+    texts = ["Grace Hopper found a moth.", "The Falcon 9 launched DSCOVR.", "Espresso in Milan, 1901."]
+    first, reused = encode_cached(enc, texts, 8, cache, "chunks", "p1")
+    assert reused == 0 and calls == [texts]
+    edited = [texts[0], "The Falcon 9 launched DSCOVR in 2015.", texts[2]]
+    second, reused = encode_cached(enc, edited, 8, cache, "chunks", "p1")
+    assert reused == 2 and calls[-1] == [edited[1]]
+    np.testing.assert_allclose(second, text_encoder.encode_text(edited), atol=1e-5)
+    np.testing.assert_array_equal(second[[0, 2]], first[[0, 2]])
+    # the file holds the partition's current texts only; another partition or encoder has its own
+    assert len(cache.load("chunks", "p1", 384)) == 3
+    assert cache.load("chunks", "p2", 384) == {} and cache.load("sentences", "p1", 384) == {}
+    assert VectorCache(tmp_path / "cache", "text:other:384").load("chunks", "p1", 384) == {}
+    # a damaged cache file is only a cache: everything is embedded again
+    next((tmp_path / "cache").rglob("p1.parquet")).write_bytes(b"not parquet")
+    _, reused = encode_cached(enc, edited, 8, cache, "chunks", "p1")
+    assert reused == 0 and calls[-1] == edited

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 from dagster import (
     AddDynamicPartitionsRequest,
+    AssetKey,
     AssetRecordsFilter,
     DagsterInstance,
     DeleteDynamicPartitionsRequest,
@@ -221,6 +222,13 @@ def test_changed_document_reindexes_only_its_partition(env: Env):
     assert {p for a, p in done if p is not None} == {"space"}
     assert {a for a, p in done if p == "space"} == {k.to_user_string() for k in partitioned}
     assert {a for a, p in done if p is None} == {k.to_user_string() for k in global_}
+
+    # the unchanged sentences of the edited partition come from the vector cache, not the encoder
+    recs = env.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("sentence_vectors"), after_storage_id=before), limit=1
+    ).records
+    meta = recs[0].asset_materialization.metadata
+    assert 0 < meta["reused_from_cache"].value < meta["row_count"].value
 
     new = Index.open(env.index)
     assert new.version != old.version

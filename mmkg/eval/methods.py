@@ -46,14 +46,13 @@ class BM25Method:
     def __post_init__(self) -> None:
         t0 = time.perf_counter()
         self.index.lexical  # noqa: B018 - load (or build) it now, so setup time is not query time
-        chunks = self.index.meta["chunks"]
-        self._ids = chunks["id"].to_list()
-        self._columns = {
-            key: self.index.chunks.select("chunk_id", key)
-            .join(chunks.select(pl.col("id").alias("chunk_id")), on="chunk_id", how="right")[key]
-            .to_numpy()
-            for key in FILTER_KEYS
-        }
+        # rows in the graph's chunk order, which ``Index.lexical_scores`` returns
+        order = self.index.meta["chunks"].select(pl.col("id").alias("chunk_id"))
+        self._ids = order["chunk_id"].to_list()
+        payload = order.join(
+            self.index.chunks.select("chunk_id", *FILTER_KEYS), on="chunk_id", how="left", maintain_order="left"
+        )
+        self._columns = {key: payload[key].to_numpy() for key in FILTER_KEYS}
         self.setup_s = time.perf_counter() - t0
 
     def _mask(self, filters: Filters) -> np.ndarray | None:
