@@ -8,10 +8,11 @@ if TYPE_CHECKING:
     from mmkg.eval.runner import EvalReport
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: list[list[str]], text_columns: int = 1) -> str:
+    """The first ``text_columns`` are left-aligned, the rest (numbers) right-aligned."""
     lines = [
         "| " + " | ".join(header) + " |",
-        "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|",
+        "|" + "|".join("---" if i < text_columns else "---:" for i in range(len(header))) + "|",
     ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
@@ -71,6 +72,17 @@ def headline_metric(r: EvalReport) -> str:
     return f"perfect@{k}"
 
 
+def _mean(r: EvalReport, scope: str, method: str, metric: str) -> float:
+    vals = [
+        q["results"][scope][method]["metrics"][metric] for q in r.questions if method in q["results"].get(scope, {})
+    ]
+    return sum(vals) / len(vals) if vals else 0.0
+
+
+def _rate(x: float) -> str:
+    return f"{x:.2g}" if x < 1 else f"{x:,.1f}"
+
+
 def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
     """Each graph method against each baseline, question by question, with the questions the graph loses."""
     graphs = [m for m in r.methods if m.startswith("graph:")]
@@ -78,7 +90,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
     if not graphs or not baselines:
         return []
     scope = "document" if "document" in r.scopes else "corpus"
-    graph = "graph:default" if "graph:default" in graphs else graphs[0]
+    graph = max(graphs, key=lambda g: _mean(r, scope, g, metric))  # the preset a user would pick here
     out = ["", f"## Question by question: {metric} ({scope} scope)", "",
            "Wins / ties / losses of each graph preset against each baseline on the same questions.", ""]  # fmt: skip
     rows = []
@@ -91,7 +103,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
                     d = res[g]["metrics"][metric] - res[b]["metrics"][metric]
                     win, tie, loss = win + (d > 0), tie + (d == 0), loss + (d < 0)
             rows.append([g, b, str(win), str(tie), str(loss)])
-    out.append(_table(["graph", "baseline", "wins", "ties", "losses"], rows))
+    out.append(_table(["graph", "baseline", "wins", "ties", "losses"], rows, text_columns=2))
     lost = []
     for q in r.questions:
         res = q["results"].get(scope, {})
@@ -102,8 +114,9 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
         if better:
             lost.append((q, better))
     if lost:
-        out += ["", f"Questions where `{graph}` loses to a baseline ({len(lost)}; first {min(limit, len(lost))}). "
-                "*Linked* is what the query linked to (seeded), *missed* the relevant units not in the top k; "
+        out += ["", f"Questions where `{graph}` (the best graph preset here) loses to a baseline "
+                f"({len(lost)}; first {min(limit, len(lost))}). *Linked* is what the query linked to (seeded), "
+                "*missed* the relevant units not in the top k; "
                 "`results.json` has every ranking.", ""]  # fmt: skip
         rows = []
         k = int(metric.split("@")[1])
@@ -113,7 +126,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
             linked = ", ".join(res.get("why", {}).get("linked_entities", [])) or "none"
             rows.append([q["id"], q["question"].replace("|", "/"), ", ".join(better), linked,
                          "; ".join(missed).replace("|", "/")])  # fmt: skip
-        out.append(_table(["id", "question", "beaten by", "linked", "missed"], rows))
+        out.append(_table(["id", "question", "beaten by", "linked", "missed"], rows, text_columns=5))
     return out
 
 
@@ -132,8 +145,9 @@ def speed_markdown(
         parts += [
             _table(["build stage (Dagster step, summed over partitions)", "seconds"], rows),
             "",
-            f"{build['documents']:,} documents ({build['documents_per_s']:.1f}/s), {build['pages']:,} pages "
-            f"({build['pages_per_s']:.1f}/s), {build['chunks']:,} chunks over {len(build['partitions'])} partition(s); "
+            f"{build['documents']:,} documents ({_rate(build['documents_per_s'])}/s), "
+            f"{build['pages']:,} pages ({_rate(build['pages_per_s'])}/s), "
+            f"{build['chunks']:,} chunks over {len(build['partitions'])} partition(s); "
             f"peak memory {build['peak_bytes'] / 2**30:.2f} GiB (process tree).",
         ]
     parts += [
