@@ -12,6 +12,7 @@ from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.chunking import chunk_documents
 from mmkg.entities import merge_mentions
+from mmkg.nlp import ParseCache
 from mmkg.settings import get_settings
 from resources import GroundingResource, SpacyResource, StorageResource
 
@@ -103,8 +104,18 @@ def chunks(
     partitions_def=corpus_partitions,
     group_name="text",
 )
-def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataFrame, documents: pl.DataFrame):
-    """One spaCy parse per chunk feeds sentences, mentions and relations (never parsed twice)."""
+def parse(
+    context: AssetExecutionContext,
+    spacy: SpacyResource,
+    storage: StorageResource,
+    chunks: pl.DataFrame,
+    documents: pl.DataFrame,
+):
+    """One spaCy parse per chunk feeds sentences, mentions and relations (never parsed twice).
+
+    Chunks the partition already had are read from the parse cache (``<data_root>/cache/parse``),
+    so re-indexing after an edit parses only the edited documents' chunks.
+    """
     titles = dict(documents.select("doc_id", "title").iter_rows())
     step = max(1, chunks.height // 10)
 
@@ -112,10 +123,12 @@ def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataF
         if done % step < 64 or done == total:
             context.log.info(f"parsed {done:,}/{total:,} chunks")
 
-    result = spacy.parse(chunks, titles, progress)
+    cache = ParseCache(storage.path / "cache" / "parse", spacy.model)
+    result = spacy.parse(chunks, titles, progress, cache=cache, partition=context.partition_key)
     rate = chunks.height / result.seconds if result.seconds else 0.0
     context.log.info(
-        f"parsed {chunks.height:,} chunks in {result.seconds:.1f}s ({rate:.0f} chunks/s) with {spacy.model}"
+        f"parsed {chunks.height:,} chunks in {result.seconds:.1f}s ({rate:.0f} chunks/s) with {spacy.model}; "
+        f"{result.reused:,} unchanged, from cache"
     )
     yield Output(
         result.sentences,
@@ -124,6 +137,7 @@ def parse(context: AssetExecutionContext, spacy: SpacyResource, chunks: pl.DataF
             **table_metadata(result.sentences, ["sent_index", "text"], result.seconds),
             "chunks_per_second": round(rate, 1),
             "spacy_model": spacy.model,
+            "chunks_reused_from_cache": result.reused,
         },
     )
     mentions = result.mentions

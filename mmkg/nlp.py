@@ -7,12 +7,14 @@ nothing heavy crosses the process boundary.
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import polars as pl
 import spacy
@@ -20,12 +22,24 @@ from spacy.language import Language
 from spacy.tokens import Doc
 
 from mmkg import schemas
+from mmkg.atomic import atomic_path
 from mmkg.entities import TITLE_LABEL, canonical_key, is_relational
 from mmkg.ids import content_id
 
 Progress = Callable[[int, int], None]
 # (chunk_id, partition, doc_id, chunk char_start, text)
 ChunkRow = tuple[str, str, str, int, str]
+# The modules whose code decides a chunk's rows: their source is part of the parse cache key.
+_EXTRACTION_SOURCES = ("nlp.py", "relations.py", "entities.py", "ids.py", "schemas.py")
+
+
+@lru_cache(maxsize=1)
+def extraction_code_digest() -> str:
+    """Digest of the extraction code, so an edited rule can never be served stale cached rows."""
+    h = hashlib.blake2b(digest_size=8)
+    for name in _EXTRACTION_SOURCES:
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
 
 
 class ModelNotFound(RuntimeError):
@@ -64,6 +78,58 @@ class ParseResult:
     mentions: pl.DataFrame
     relations: pl.DataFrame
     seconds: float
+    reused: int = 0  # chunks whose rows came from the parse cache
+
+
+class ParseCache:
+    """Each chunk's rows from the partition's last parse, so re-indexing after an edit parses the edit.
+
+    A chunk id is a hash of its partition, document content, offset and text, and every sentence,
+    mention and relation id derives from it, so a cached chunk's rows are exactly what parsing it
+    again would give, for the same pipeline and code: the cache folder is keyed by the model name,
+    its package version, spaCy's version and a digest of the extraction modules' source
+    (``extraction_code_digest``). One folder per partition holds
+    that partition's current rows; ``chunks.parquet`` (written last) lists the chunks they cover,
+    so an interrupted save never passes off a chunk's missing rows as "no sentences". Deleting the
+    folder only costs time.
+    """
+
+    TABLES = (("sentences", schemas.SENTENCES), ("mentions", schemas.MENTIONS), ("relations", schemas.RELATIONS))
+
+    def __init__(self, root: Path, model: str):
+        ident = "|".join(
+            [model, str(spacy.util.get_package_version(model)), spacy.__version__, extraction_code_digest()]
+        )
+        self.folder = root / hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
+
+    def load(self, partition: str, chunk_ids: set[str]) -> tuple[set[str], dict[str, pl.DataFrame]]:
+        """The covered chunks among ``chunk_ids`` and their rows (NER mentions only: titles are re-derived)."""
+        folder = self.folder / partition
+        try:
+            covered = set(pl.read_parquet(folder / "chunks.parquet")["chunk_id"].to_list()) & chunk_ids
+            tables = {
+                name: pl.read_parquet(folder / f"{name}.parquet")
+                .select(list(schema))
+                .cast(schema)  # type: ignore[arg-type]
+                .filter(pl.col("chunk_id").is_in(list(covered)))
+                for name, schema in self.TABLES
+            }
+        except Exception:  # a missing or unreadable cache is only a cache: parse again
+            return set(), {}
+        return covered, tables
+
+    def save(self, partition: str, chunk_ids: list[str], result: ParseResult) -> None:
+        folder = self.folder / partition
+        frames = {
+            "sentences": result.sentences,
+            "mentions": result.mentions.filter(pl.col("source") != "title"),
+            "relations": result.relations,
+        }
+        for name, df in frames.items():
+            with atomic_path(folder / f"{name}.parquet") as tmp:
+                df.write_parquet(tmp)
+        with atomic_path(folder / "chunks.parquet") as tmp:
+            pl.DataFrame({"chunk_id": chunk_ids}, schema={"chunk_id": pl.String}).write_parquet(tmp)
 
 
 def _parse_batch(model: str, batch_size: int, batch: Sequence[ChunkRow]) -> tuple[list, list, list]:
@@ -149,10 +215,47 @@ def parse_chunks(
     n_process: int = 1,
     batch_size: int = 64,
     progress: Progress | None = None,
+    cache: ParseCache | None = None,
+    partition: str | None = None,
 ) -> ParseResult:
-    """Sentences, mentions (NER plus each chunk's document title) and rule-based relations."""
+    """Sentences, mentions (NER plus each chunk's document title) and rule-based relations.
+
+    With a ``cache`` and ``partition``, chunks parsed before are taken from the cache and only the
+    others go through spaCy; the tables come out in the same order as a full parse.
+    """
     t0 = time.perf_counter()
+    all_ids = chunks["chunk_id"].to_list()
+    covered, cached = cache.load(partition, set(all_ids)) if cache is not None and partition else (set(), {})
+    todo = chunks.filter(~pl.col("chunk_id").is_in(list(covered))) if covered else chunks
+    fresh = _parse(todo, model, n_process, batch_size, progress)
+    if covered:
+        position = {cid: i for i, cid in enumerate(all_ids)}
+
+        def in_chunk_order(name: str, df: pl.DataFrame) -> pl.DataFrame:
+            both = pl.concat([cached[name], df])
+            order = pl.col("chunk_id").replace_strict(position, return_dtype=pl.Int64)
+            return both.sort(order, maintain_order=True)
+
+        sent_df = in_chunk_order("sentences", fresh[0])
+        ner_df = in_chunk_order("mentions", fresh[1])
+        rel_df = in_chunk_order("relations", fresh[2])
+    else:
+        sent_df, ner_df, rel_df = fresh
+    mention_df = pl.concat([ner_df, _title_mentions(sent_df, titles)])
+    rel_df = rel_df.unique("relation_id", maintain_order=True)
+    result = ParseResult(sent_df, mention_df, rel_df, time.perf_counter() - t0, reused=len(covered))
+    if cache is not None and partition:
+        cache.save(partition, all_ids, result)
+    return result
+
+
+def _parse(
+    chunks: pl.DataFrame, model: str, n_process: int, batch_size: int, progress: Progress | None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """spaCy over the chunks: sentence, NER mention and relation frames, in chunk order."""
     rows: list[ChunkRow] = list(chunks.select("chunk_id", "partition", "doc_id", "char_start", "text").iter_rows())
+    if not rows:  # everything came from the cache: do not even load the pipeline
+        return tuple(pl.DataFrame(schema=schema) for _, schema in ParseCache.TABLES)  # type: ignore[return-value]
     # Work units of ~100k characters: big enough to amortize dispatch, small enough to balance workers.
     work = list(_batches(rows, 100_000))
     sentences: list[tuple] = []
@@ -180,11 +283,11 @@ def parse_chunks(
             for fut, batch in zip(futures, work, strict=True):
                 collect(fut.result(), len(batch))
 
-    sent_df = pl.DataFrame(sentences, schema=schemas.SENTENCES, orient="row")
-    mention_df = pl.DataFrame(mentions, schema=schemas.MENTIONS, orient="row")
-    mention_df = pl.concat([mention_df, _title_mentions(sent_df, titles)])
-    rel_df = pl.DataFrame(relations, schema=schemas.RELATIONS, orient="row").unique("relation_id", maintain_order=True)
-    return ParseResult(sent_df, mention_df, rel_df, time.perf_counter() - t0)
+    return (
+        pl.DataFrame(sentences, schema=schemas.SENTENCES, orient="row"),
+        pl.DataFrame(mentions, schema=schemas.MENTIONS, orient="row"),
+        pl.DataFrame(relations, schema=schemas.RELATIONS, orient="row"),
+    )
 
 
 def _title_mentions(sentences: pl.DataFrame, titles: dict[str, str]) -> pl.DataFrame:

@@ -190,6 +190,7 @@ def test_eval_sample_end_to_end_through_the_cli(tmp_path: Path):
     assert not build["reused"] and build["documents"] >= 14 and build["peak_bytes"] > 0
     assert {"ingest", "chunks", "embed"} <= set(build["steps"]) and build["wall_s"] > 0
     assert "build stage" in report and "p50 ms" in report
+    assert build["cold"] and "Cold build" in report  # --rebuild times the full cost, not cache hits
     # the head-to-head table counts every question once per (graph, baseline) pair
     assert "## Question by question: perfect@10" in report
     assert report.count("| graph:default | bm25 |") == 1
@@ -245,8 +246,13 @@ def test_page_retrieval_within_document_and_across_the_corpus(tmp_path: Path):
     corpus, data = tmp_path / "corpus", tmp_path / "data"
     corpus.mkdir()
     assert mb.write_corpus(corpus) == ["glaciers", "volcanoes"]
-    report = build_index(corpus, data)
+    stale = data / "cache" / "parse" / "stale-pipeline" / "glaciers" / "chunks.parquet"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"left by an older build")
+    report = build_index(corpus, data, cold=True)
     assert report.documents == 2 and report.pages == 4 and not report.reused
+    assert report.cold and not stale.exists()  # a cold build starts without the model caches ...
+    assert list((data / "cache" / "parse").glob("*/glaciers/chunks.parquet"))  # ... and leaves them filled
     assert build_index(corpus, data).reused
 
     idx = Index.open(data / "index")

@@ -223,12 +223,19 @@ def test_changed_document_reindexes_only_its_partition(env: Env):
     assert {a for a, p in done if p == "space"} == {k.to_user_string() for k in partitioned}
     assert {a for a, p in done if p is None} == {k.to_user_string() for k in global_}
 
-    # the unchanged sentences of the edited partition come from the vector cache, not the encoder
+    # the unchanged sentences of the edited partition come from the vector cache, not the encoder ...
     recs = env.instance.fetch_materializations(
         AssetRecordsFilter(asset_key=AssetKey("sentence_vectors"), after_storage_id=before), limit=1
     ).records
     meta = recs[0].asset_materialization.metadata
     assert 0 < meta["reused_from_cache"].value < meta["row_count"].value
+    # ... and the unchanged chunks' parses from the parse cache, not spaCy
+    recs = env.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("sentences"), after_storage_id=before), limit=1
+    ).records
+    meta = recs[0].asset_materialization.metadata
+    n_chunks = pl.read_parquet(env.data / "tables" / "chunks" / "space.parquet").height
+    assert 0 < meta["chunks_reused_from_cache"].value < n_chunks
 
     new = Index.open(env.index)
     assert new.version != old.version

@@ -148,7 +148,13 @@ def speed_markdown(
             f"{build['documents']:,} documents ({_rate(build['documents_per_s'])}/s), "
             f"{build['pages']:,} pages ({_rate(build['pages_per_s'])}/s), "
             f"{build['chunks']:,} chunks over {len(build['partitions'])} partition(s); "
-            f"peak memory {build['peak_bytes'] / 2**30:.2f} GiB (process tree).",
+            f"peak memory {build['peak_bytes'] / 2**30:.2f} GiB (process tree). "
+            + (
+                "Cold build: the parse, vector and OCR caches were cleared first."
+                if build.get("cold")
+                else "Warm build: unchanged chunks, texts and images came from the parse, vector and OCR caches, "
+                "so stage times can understate a fresh build."
+            ),
         ]
     parts += [
         "",
