@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +148,10 @@ def encode_cached(
         known[keys[i]] = out[i]
     for i, k in enumerate(keys):
         out[i] = known[k]
-    cache.save(granularity, partition, keys, out)
+    try:
+        cache.save(granularity, partition, keys, out)
+    except OSError as exc:  # a cache that cannot be written only costs the next run time
+        warnings.warn(f"vector cache not written under {cache.folder}: {exc}", stacklevel=2)
     return out, len(texts) - len(missing)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing as mp
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -87,19 +88,19 @@ class ParseCache:
     A chunk id is a hash of its partition, document content, offset and text, and every sentence,
     mention and relation id derives from it, so a cached chunk's rows are exactly what parsing it
     again would give, for the same pipeline and code: the cache folder is keyed by the model name,
-    its package version, spaCy's version and a digest of the extraction modules' source
-    (``extraction_code_digest``). One folder per partition holds
+    its package version (or, for a pipeline folder, its ``meta.json``), spaCy's version and a digest
+    of the extraction modules' source (``extraction_code_digest``). One folder per partition holds
     that partition's current rows; ``chunks.parquet`` (written last) lists the chunks they cover,
     so an interrupted save never passes off a chunk's missing rows as "no sentences". Deleting the
-    folder only costs time.
+    folder only costs time, and a cache that cannot be written only costs the next run time.
     """
 
     TABLES = (("sentences", schemas.SENTENCES), ("mentions", schemas.MENTIONS), ("relations", schemas.RELATIONS))
 
     def __init__(self, root: Path, model: str):
-        ident = "|".join(
-            [model, str(spacy.util.get_package_version(model)), spacy.__version__, extraction_code_digest()]
-        )
+        meta = Path(model) / "meta.json"
+        version = meta.read_text(encoding="utf-8") if meta.is_file() else str(spacy.util.get_package_version(model))
+        ident = "|".join([model, version, spacy.__version__, extraction_code_digest()])
         self.folder = root / hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
 
     def load(self, partition: str, chunk_ids: set[str]) -> tuple[set[str], dict[str, pl.DataFrame]]:
@@ -245,7 +246,10 @@ def parse_chunks(
     rel_df = rel_df.unique("relation_id", maintain_order=True)
     result = ParseResult(sent_df, mention_df, rel_df, time.perf_counter() - t0, reused=len(covered))
     if cache is not None and partition:
-        cache.save(partition, all_ids, result)
+        try:
+            cache.save(partition, all_ids, result)
+        except OSError as exc:
+            warnings.warn(f"parse cache not written to {cache.folder / partition}: {exc}", stacklevel=2)
     return result
 
 
