@@ -6,14 +6,14 @@ seconds per asset step (Dagster step events, summed over partitions), documents 
 second, and the peak memory of the process tree. The quick start and ``mmkg eval`` both use it.
 
 A build is skipped when the data root already holds an index published from exactly these corpus
-files (``build_state.json`` records a digest of every partition's files and the version published).
+files (``build_state.json`` records every partition's content fingerprint, the one the corpus sensor
+keeps, and the version published).
 A ``cold`` build first deletes the data root's model caches (parses, vectors, OCR), so its stage
 times are what a fresh machine pays rather than what an edit costs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -27,7 +27,7 @@ import polars as pl
 from mmkg.atomic import write_bytes
 from mmkg.eval.memory import PeakMemory
 from mmkg.ingest import list_partitions
-from mmkg.ingest.partition import partition_files
+from mmkg.ingest.fingerprint import partition_fingerprint
 
 STATE = "build_state.json"
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
@@ -78,22 +78,6 @@ def dagster_instance(data_root: Path):
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").touch()  # an empty file: default local storage, no startup notice
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
-
-
-def corpus_digest(corpus_root: Path, partitions: list[str]) -> dict[str, str]:
-    """A digest of each partition's ingestible files (relative path and bytes)."""
-    out = {}
-    for key in partitions:
-        h = hashlib.blake2b(digest_size=16)
-        folder = corpus_root / key
-        for path in partition_files(folder):
-            h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-            with path.open("rb") as f:
-                while block := f.read(1 << 20):
-                    h.update(block)
-            h.update(b"\1")
-        out[key] = h.hexdigest()
-    return out
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
@@ -152,7 +136,7 @@ def build_index(
     keys = partitions or list_partitions(corpus_root)
     if not keys:
         raise ValueError(f"{corpus_root} has no partition folders to index")
-    digest = corpus_digest(corpus_root, keys)
+    digest = {key: partition_fingerprint(corpus_root / key) for key in keys}  # what the corpus sensor compares
     state_path = data_root / STATE
     published = _published(data_root)
     if reuse and published and state_path.exists():
