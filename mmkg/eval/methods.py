@@ -69,7 +69,7 @@ class BM25Method:
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
         terms = self.index.lexical.query_terms(text)
         self._last = {"terms": terms}
-        scores = self.index.lexical_scores(text).astype(np.float64)
+        scores = self.index.lexical_scores(text, terms).astype(np.float64)
         mask = self._mask(filters)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)

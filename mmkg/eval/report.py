@@ -72,13 +72,6 @@ def headline_metric(r: EvalReport) -> str:
     return f"perfect@{k}"
 
 
-def _mean(r: EvalReport, scope: str, method: str, metric: str) -> float:
-    vals = [
-        q["results"][scope][method]["metrics"][metric] for q in r.questions if method in q["results"].get(scope, {})
-    ]
-    return sum(vals) / len(vals) if vals else 0.0
-
-
 def _rate(x: float) -> str:
     return f"{x:.2g}" if x < 1 else f"{x:,.1f}"
 
@@ -90,7 +83,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
     if not graphs or not baselines:
         return []
     scope = "document" if "document" in r.scopes else "corpus"
-    graph = max(graphs, key=lambda g: _mean(r, scope, g, metric))  # the preset a user would pick here
+    graph = max(graphs, key=lambda g: r.summary[scope][g][metric])  # the preset a user would pick here
     out = ["", f"## Question by question: {metric} ({scope} scope)", "",
            "Wins / ties / losses of each graph preset against each baseline on the same questions.", ""]  # fmt: skip
     rows = []

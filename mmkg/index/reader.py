@@ -32,6 +32,11 @@ FILTER_KEYS = ("doc_id", "partition", "source_path")
 _HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
+def _finite_or_zero(scores: np.ndarray) -> np.ndarray:
+    """Scores outside the top-k or the filters are -inf; evidence ranking reads them as 0."""
+    return np.where(np.isfinite(scores), scores, 0.0)
+
+
 @dataclass(frozen=True)
 class SentenceHit:
     sentence_id: str
@@ -281,9 +286,9 @@ class Index:
             self._lexical = lex
         return self._lexical
 
-    def lexical_scores(self, text: str) -> np.ndarray:
-        """BM25 score of every chunk, in the graph's chunk node order."""
-        raw = self.lexical.scores(text)
+    def lexical_scores(self, text: str, terms: list[str] | None = None) -> np.ndarray:
+        """BM25 score of every chunk, in the graph's chunk node order (``terms``: already tokenized query)."""
+        raw = self.lexical.scores(text, terms)
         out = np.zeros(self.n_chunks, dtype=np.float32)
         out[self._lexical_pos] = raw
         return out
@@ -381,7 +386,7 @@ class Index:
             qt = self.encoder.encode_text([text])[0]
             timings["encode_text"] = (time.perf_counter() - t0) * 1e3
             g_t, raw = self._granular(qt, p.text_topk, masks)
-            sent_scores = np.where(np.isfinite(raw["sentences"]), raw["sentences"], 0.0)
+            sent_scores = _finite_or_zero(raw["sentences"])
             chunk_cos = raw["chunks"]
             u_t = activation(g_t, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
         if image is not None:
@@ -389,7 +394,7 @@ class Index:
             qv = self._image_query_vector(Path(image))
             timings["encode_image"] = (time.perf_counter() - t1) * 1e3
             g_v, raw_v = self._granular(qv, p.visual_topk, masks)
-            sent_scores = np.maximum(sent_scores, np.where(np.isfinite(raw_v["sentences"]), raw_v["sentences"], 0.0))
+            sent_scores = np.maximum(sent_scores, _finite_or_zero(raw_v["sentences"]))
             u_v = activation(g_v, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
         entity_seeds, linked = None, []
         if text is not None and p.entity_seed_weight > 0:
