@@ -72,6 +72,15 @@ def headline_metric(r: EvalReport) -> str:
     return f"perfect@{k}"
 
 
+# Whether the build started without the model caches; results files from before the flag say nothing.
+_CACHE_NOTE = {
+    True: " Cold build: the parse, vector and OCR caches were cleared first.",
+    False: " Warm build: unchanged chunks, texts and images came from the parse, vector and OCR caches, "
+    "so stage times can understate a fresh build.",
+    None: "",
+}
+
+
 def _rate(x: float) -> str:
     return f"{x:.2g}" if x < 1 else f"{x:,.1f}"
 
@@ -141,13 +150,7 @@ def speed_markdown(
             f"{build['documents']:,} documents ({_rate(build['documents_per_s'])}/s), "
             f"{build['pages']:,} pages ({_rate(build['pages_per_s'])}/s), "
             f"{build['chunks']:,} chunks over {len(build['partitions'])} partition(s); "
-            f"peak memory {build['peak_bytes'] / 2**30:.2f} GiB (process tree). "
-            + (
-                "Cold build: the parse, vector and OCR caches were cleared first."
-                if build.get("cold")
-                else "Warm build: unchanged chunks, texts and images came from the parse, vector and OCR caches, "
-                "so stage times can understate a fresh build."
-            ),
+            f"peak memory {build['peak_bytes'] / 2**30:.2f} GiB (process tree)." + _CACHE_NOTE[build.get("cold")],
         ]
     parts += [
         "",
