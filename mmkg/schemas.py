@@ -48,6 +48,7 @@ IMAGES = pl.Schema(
         "width": I32,
         "height": I32,
         "n_bytes": I64,
+        "phash": Str,  # 64-bit perceptual hash, 16 hex digits ("" for a flat image): finds the same picture re-encoded
     }
 )
 

@@ -147,6 +147,7 @@ class _Reader:
                     "width": stored.width,
                     "height": stored.height,
                     "n_bytes": stored.n_bytes,
+                    "phash": stored.phash,
                 }
             )
             ref.pil = None  # let renders be freed as soon as they are stored
