@@ -176,6 +176,32 @@ def graph_counts_match_partitions(
 
 
 @asset_check(
+    asset="graph",
+    name="vectors_match_nodes",
+    blocking=True,
+    additional_ins={n: AssetIn(n) for n in (*validation.VECTOR_TABLES, "sentences", "images", "objects")},
+    description="One vector per unit in every index table once pictures and objects shown by several documents or "
+    "partitions are collapsed to one unit per content id, as the publish does: chunk and image vectors equal the "
+    "graph's chunk and image nodes, sentence and object vectors their units; names any duplicated or missing id.",
+)
+def graph_vectors_match_nodes(
+    graph: Graph,
+    chunk_vectors: pl.DataFrame,
+    sentence_vectors: pl.DataFrame,
+    image_vectors: pl.DataFrame,
+    object_vectors: pl.DataFrame,
+    sentences: pl.DataFrame,
+    images: pl.DataFrame,
+    objects: pl.DataFrame,
+) -> AssetCheckResult:
+    tables = {
+        "chunk_vectors": chunk_vectors, "sentence_vectors": sentence_vectors, "image_vectors": image_vectors,
+        "object_vectors": object_vectors, "sentences": sentences, "images": images, "objects": objects,
+    }  # fmt: skip
+    return _result(validation.check_vectors_match_nodes(tables, graph))
+
+
+@asset_check(
     asset="retrieval_index",
     name="smoke_retrieval",
     description="Opens the published version and queries it with the longest chunk of each partition: each "
@@ -200,6 +226,7 @@ CHECKS: list[AssetChecksDefinition] = [
     entity_catalog_schema,
     graph_well_formed,
     graph_counts_match_partitions,
+    graph_vectors_match_nodes,
     retrieval_index_smoke,
 ]
 

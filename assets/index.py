@@ -12,7 +12,7 @@ from assets.partitions import corpus_partitions
 from mmkg import validation
 from mmkg.graph import Graph, build_graph
 from mmkg.index.manifest import EncoderSpec
-from mmkg.index.publish import publish_index
+from mmkg.index.publish import payload_tables, publish_index
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
@@ -98,34 +98,7 @@ def retrieval_index(
     )  # fmt: skip
     info = encoder.get().info
     spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
-    docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
-    payload = {
-        "documents": docs,
-        "chunks": chunks.join(docs.select("doc_id", "title", "source_path"), on="doc_id", how="left").select(
-            "chunk_id", "doc_id", "partition", "title", "source_path", "page", "chunk_index", "text", "image_ids"
-        ),
-        "sentences": sentences.select("sentence_id", "chunk_id", "doc_id", "partition", "text"),
-        "images": images.unique("image_id", keep="first", maintain_order=True).select(
-            "image_id", "doc_id", "partition", "source", "blob_path", "width", "height"
-        ),
-        "objects": objects.select(
-            "object_id",
-            "image_id",
-            "chunk_id",
-            "doc_id",
-            "partition",
-            "entity_key",
-            "entity_name",
-            "backend",
-            "label",
-            "score",
-            "x0",
-            "y0",
-            "x1",
-            "y1",
-            "crop_path",
-        ),
-    }
+    payload = payload_tables(documents, chunks, sentences, images, objects)
     vectors = {
         "chunks": chunk_vectors,
         "sentences": sentence_vectors,

@@ -451,6 +451,41 @@ def smoke_retrieval(index: Any, k: int = 5, per_partition: int = 1, max_chars: i
     )
 
 
+def check_index_units(vector_ids: Mapping[str, Sequence[str]], unit_ids: Mapping[str, Sequence[str]]) -> CheckResult:
+    """Each index table holds exactly one vector per unit: per table, the vector rows' ids are the units' ids
+    (graph nodes for chunks and images, payload rows for sentences and objects), none twice, none missing.
+
+    A picture shown by two partitions is one image node but was embedded by both: unless the publish
+    collapses the copies (``mmkg.index.units``), the table holds more rows than the graph has nodes and
+    the version cannot be aligned. This check names the duplicated ids.
+    """
+    problems: list[str] = []
+    rows: dict[str, int] = {}
+    for name, ids in vector_ids.items():
+        have = pl.Series("id", list(ids), dtype=pl.String)
+        rows[name] = have.len()
+        counts = have.value_counts()
+        dup = counts.filter(pl.col("count") > 1)["id"].sort().to_list()
+        if dup:
+            problems.append(f"{name}: {len(dup)} id(s) with more than one vector row: {_sample(dup)}")
+        want_list = list(unit_ids.get(name, []))
+        want = set(want_list)
+        if len(want) != len(want_list):
+            problems.append(f"{name}: {len(want_list) - len(want)} unit id(s) listed twice")
+        got = set(have.drop_nulls().to_list())
+        if lost := sorted(want - got):
+            problems.append(f"{name}: {len(lost)} unit(s) without a vector: {_sample(lost)}")
+        if extra := sorted(got - want):
+            problems.append(f"{name}: {len(extra)} vector row(s) for no unit: {_sample(extra)}")
+    return _result(
+        "index_units",
+        problems,
+        "one vector row per unit in every table (" + ", ".join(f"{n} {r:,}" for n, r in rows.items()) + ")",
+        None,
+        **{f"{n}_rows": r for n, r in rows.items()},
+    )
+
+
 # -- what retrieval_index runs before publishing --------------------------------------------------
 
 
@@ -468,7 +503,33 @@ def validate_publish_inputs(tables: Mapping[str, pl.DataFrame], graph: Graph | N
         results.append(check_graph_structure(graph))
         if all(n in tables for n in need):
             results.append(check_graph_counts(graph, *(tables[n] for n in need)))
+        if all(n in tables for n in (*VECTOR_TABLES, "sentences", "images", "objects")):
+            results.append(check_vectors_match_nodes(tables, graph))
     return [r for r in results if not r.passed]
+
+
+def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame], graph: Graph) -> CheckResult:
+    """After shared units are collapsed as the publish does it, one vector row per graph node (chunks, images)
+    and per payload unit (sentences, objects). ``tables``: all-partition ``*_vectors``, sentences, images, objects.
+    """
+    from mmkg.index.units import ID_COLUMN, collapse
+
+    names = {"chunks": "chunk_vectors", "sentences": "sentence_vectors", "images": "image_vectors",
+             "objects": "object_vectors"}  # fmt: skip
+    units = collapse(
+        {g: tables[v] for g, v in names.items()},
+        {"images": tables["images"], "objects": tables["objects"], "sentences": tables["sentences"]},
+    )
+    nodes = graph.nodes
+    return check_index_units(
+        {g: df[ID_COLUMN[g]].to_list() for g, df in units.vectors.items()},
+        {
+            "chunks": nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
+            "images": nodes.filter(pl.col("kind") == "image")["key"].to_list(),
+            "sentences": units.payload["sentences"]["sentence_id"].to_list(),
+            "objects": units.payload["objects"]["object_id"].to_list(),
+        },
+    )
 
 
 def raise_for_failures(failures: Sequence[CheckResult], what: str) -> None:

@@ -1,9 +1,12 @@
 """Publishing a retrieval index version: the only writer of the LanceDB tables and the manifest.
 
-A version folder is written in full, the manifest last, and only then does ``CURRENT`` move to it
-(atomic rename): a reader never sees half an index. LanceDB tables are updated per partition
-(delete that partition's rows, add its new ones) and every version pins the table versions it
-was published with, so a reader holding an older version keeps reading exactly what it opened.
+A version folder is written in full, the manifest last; the version is opened read-only and
+queried; only then does ``CURRENT`` move to it (atomic rename): a reader never sees half an index,
+and ``CURRENT`` never points at a version that does not open. LanceDB tables start from the table
+versions the current manifest pins and are updated per partition (chunks, sentences: delete that
+partition's rows, add its new ones) or per unit id (pictures and objects, which several partitions
+can share). Every version pins the table versions it was published with, so a reader holding an
+older version keeps reading exactly what it opened.
 """
 
 from __future__ import annotations
@@ -13,25 +16,32 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mmkg.embedding import chunk_texts
 from mmkg.entities import merge_mentions
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
 from mmkg.index.manifest import CURRENT, EncoderSpec, Manifest, current_version, set_current
+from mmkg.index.units import ID_COLUMN, IMAGE_OCCURRENCE_COLUMNS, SHARED, collapse
 from mmkg.lexical import LexicalIndex
 
 GRANULARITIES = ("chunks", "sentences", "images", "objects")
-ID_COLUMN = {"chunks": "chunk_id", "sentences": "sentence_id", "images": "image_id", "objects": "object_id"}
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
 LEXICAL_DIR = "bm25"  # the version's BM25 chunk index (mmkg.lexical)
 _SAFE_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+_HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
+
+
+class PublishError(RuntimeError):
+    """A new version was written but failed its check; ``CURRENT`` was not moved."""
 
 
 @dataclass
@@ -61,13 +71,19 @@ def fingerprint(vectors: dict[str, pl.DataFrame], graph: Graph) -> tuple[dict[st
 
 
 def _arrow(df: pl.DataFrame, name: str, dim: int) -> pa.Table:
+    """LanceDB rows: id, owner partition and document, vector, and a digest of all three (what changed)."""
     out = df.select(
         pl.col(ID_COLUMN[name]).alias("id"),
         "partition",
         "doc_id",
         pl.col("vector").cast(pl.Array(pl.Float32, dim)),
     )
-    return out.to_arrow()
+    vecs = out["vector"].to_numpy().reshape(out.height, dim) if out.height else np.zeros((0, dim), np.float32)
+    digests = [
+        hashlib.blake2b(f"{i}\x1f{p}\x1f{d}\x1f".encode() + v.tobytes(), digest_size=12).hexdigest()
+        for i, p, d, v in zip(out["id"], out["partition"], out["doc_id"], vecs, strict=True)
+    ]
+    return out.with_columns(pl.Series("digest", digests, dtype=pl.String)).to_arrow()
 
 
 def _in_list(values: list[str]) -> str:
@@ -75,6 +91,59 @@ def _in_list(values: list[str]) -> str:
         if not _SAFE_PARTITION.match(v):
             raise ValueError(f"partition key {v!r} is not a safe identifier")
     return ", ".join("'" + v + "'" for v in values)
+
+
+def _id_list(values: list[str]) -> str:
+    for v in values:
+        if not _HEX_ID.match(v):
+            raise ValueError(f"unit id {v!r} is not a content hash")
+    return ", ".join("'" + v + "'" for v in values)
+
+
+def _sync_by_id(tbl: Any, rows: pa.Table, batch: int = 2_000) -> None:
+    """Make a shared-unit table hold exactly ``rows``: delete ids that went or changed, add the new rows.
+
+    Shared units (a picture in several partitions) have no single partition to delete by, so the
+    table is compared with the wanted rows by id and digest; these tables are small (pictures and
+    grounded objects, not sentences), and ids are validated content hashes before they reach a predicate.
+    """
+    have = tbl.search().select(["id", "digest"]).limit(max(tbl.count_rows(), 1)).to_arrow()
+    have_digest = dict(zip(have["id"].to_pylist(), have["digest"].to_pylist(), strict=True))
+    want_digest = dict(zip(rows["id"].to_pylist(), rows["digest"].to_pylist(), strict=True))
+    stale = sorted(i for i, d in have_digest.items() if want_digest.get(i) != d)
+    fresh = [i for i, d in want_digest.items() if have_digest.get(i) != d]
+    for start in range(0, len(stale), batch):
+        tbl.delete(f"id IN ({_id_list(stale[start : start + batch])})")
+    if fresh:
+        keep = pa.array(fresh, type=pa.string())
+        tbl.add(rows.filter(pc.is_in(rows["id"], value_set=keep)))
+
+
+OBJECT_PAYLOAD = (
+    "object_id", "image_id", "chunk_id", "doc_id", "partition", "entity_key", "entity_name", "backend", "label",
+    "score", "x0", "y0", "x1", "y1", "crop_path",
+)  # fmt: skip
+
+
+def payload_tables(
+    documents: pl.DataFrame, chunks: pl.DataFrame, sentences: pl.DataFrame, images: pl.DataFrame, objects: pl.DataFrame
+) -> dict[str, pl.DataFrame]:
+    """What results quote from, out of the partitions' tables (all partitions concatenated).
+
+    Images and objects keep one row per occurrence here; ``publish_index`` collapses them to one unit per
+    content id and keeps the occurrences apart (``mmkg.index.units``).
+    """
+    docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
+    image_cols = [*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height"]
+    return {
+        "documents": docs,
+        "chunks": chunks.join(docs.select("doc_id", "title", "source_path"), on="doc_id", how="left").select(
+            "chunk_id", "doc_id", "partition", "title", "source_path", "page", "chunk_index", "text", "image_ids"
+        ),
+        "sentences": sentences.select("sentence_id", "chunk_id", "doc_id", "partition", "text"),
+        "images": images.select(*image_cols, *(["phash"] if "phash" in images.columns else [])),
+        "objects": objects.select(OBJECT_PAYLOAD),
+    }
 
 
 def publish_index(
@@ -90,10 +159,32 @@ def publish_index(
     """Publish a new version from every partition's vectors and tables; reuse the current one if unchanged.
 
     ``vectors[g]`` has the id column of granularity g, ``partition``, ``doc_id`` and ``vector``;
-    ``payload`` holds the chunk, sentence, image and object tables that results quote from.
+    ``payload`` holds the document, chunk, sentence, image and object tables that results quote
+    from. Pictures and objects shown by several documents or partitions may come once per
+    occurrence: they are published as one unit per id (``mmkg.index.units``).
+
+    Steps: collapse shared units and check one vector per unit (nothing is touched if that fails);
+    bring each LanceDB table back to the version the current manifest pins (whatever a killed publish
+    left is discarded) and apply this publish's changes as new table versions; write the version
+    folder, the manifest last; open the new version read-only and query it; only then move ``CURRENT``.
     """
+    from mmkg.validation import ValidationError, check_index_units
+
     ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
     ann_index_type = ann_index_type or ANN_INDEX_TYPE
+    units = collapse(vectors, payload)
+    nodes = graph.nodes
+    units_ok = check_index_units(
+        {g: df[ID_COLUMN[g]].to_list() for g, df in units.vectors.items()},
+        {
+            "chunks": nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
+            "images": nodes.filter(pl.col("kind") == "image")["key"].to_list(),
+            "sentences": units.payload["sentences"]["sentence_id"].to_list(),
+            "objects": units.payload["objects"]["object_id"].to_list(),
+        },
+    )
+    if not units_ok:
+        raise ValidationError(f"refusing to publish to {root}: {units_ok.description}")
     root.mkdir(parents=True, exist_ok=True)
     parts, graph_fp = fingerprint(vectors, graph)
     previous: Manifest | None = None
@@ -115,25 +206,37 @@ def publish_index(
     lance_versions: dict[str, int] = {}
     ann: list[str] = []
     for name in GRANULARITIES:
-        df = vectors[name]
-        if name not in existing:
-            tbl = db.create_table(name, _arrow(df, name, encoder.dim))
+        rows = _arrow(units.vectors[name], name, encoder.dim)
+        pinned = previous.lance_versions.get(name) if previous else None
+        tbl = db.open_table(name) if name in existing else None
+        if tbl is None or pinned is None or "digest" not in tbl.schema.names:
+            # first publish (or a table an older mmkg wrote without digests): the table is exactly these rows
+            tbl = db.create_table(name, rows, mode="overwrite")
         else:
-            tbl = db.open_table(name)
-            stale = changed + removed
-            if stale:
-                tbl.delete(f"partition IN ({_in_list(stale)})")
-            fresh = df.filter(pl.col("partition").is_in(changed))
-            if fresh.height:
-                tbl.add(_arrow(fresh, name, encoder.dim))
-        rows = tbl.count_rows()
-        if rows >= ann_min_rows:
+            if tbl.version != pinned:
+                tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
+            if name in SHARED:
+                _sync_by_id(tbl, rows)
+            else:
+                stale = changed + removed
+                if stale:
+                    tbl.delete(f"partition IN ({_in_list(stale)})")
+                fresh = units.vectors[name].filter(pl.col("partition").is_in(changed))
+                if fresh.height:
+                    tbl.add(_arrow(fresh, name, encoder.dim))
+        n_rows = tbl.count_rows()
+        if n_rows != rows.num_rows:
+            raise PublishError(
+                f"LanceDB table {name} under {root / 'lance'} holds {n_rows:,} rows after the update, expected "
+                f"{rows.num_rows:,}; CURRENT was not moved. Re-run the publish"
+            )
+        if n_rows >= ann_min_rows:
             # Large tables get an ANN index (rebuilt after each update so new rows are indexed too).
             tbl.create_index(
                 metric="cosine",
                 vector_column_name="vector",
                 index_type=ann_index_type,
-                num_partitions=max(1, int(rows**0.5)),
+                num_partitions=max(1, int(n_rows**0.5)),
                 num_sub_vectors=max(1, encoder.dim // 16),
                 replace=True,
             )
@@ -145,18 +248,18 @@ def publish_index(
     folder = root / "versions" / version
     folder.mkdir(parents=True)
     graph.save(folder)
-    for name, df in payload.items():
+    for name, df in units.payload.items():
         df.write_parquet(folder / f"{name}.parquet")
     entity_keys = graph.nodes.filter(pl.col("kind") == "entity")["key"].to_list()
     keyset = set(entity_keys)
     # names and counts of the graph's entities: what query linking and readers show for a node
     merge_mentions(mentions.filter(pl.col("entity_key").is_in(entity_keys))).write_parquet(folder / "entities.parquet")
-    chunks = payload["chunks"]
-    LexicalIndex.build(chunks["chunk_id"].to_list(), chunk_texts(chunks, payload["documents"])).save(
+    chunks = units.payload["chunks"]
+    LexicalIndex.build(chunks["chunk_id"].to_list(), chunk_texts(chunks, units.payload["documents"])).save(
         folder / LEXICAL_DIR
     )
     smi = build_incidence(
-        payload["sentences"]["sentence_id"].to_list(),
+        units.payload["sentences"]["sentence_id"].to_list(),
         entity_keys,
         (
             (s, k)
@@ -164,16 +267,17 @@ def publish_index(
             if rel and k in keyset
         ),
     )
+    objects = units.payload["objects"]
     omi = build_incidence(
-        payload["objects"]["object_id"].to_list(),
+        objects["object_id"].to_list(),
         entity_keys,
-        ((o, k) for o, k in payload["objects"].select("object_id", "entity_key").iter_rows() if k in keyset),
+        ((o, k) for o, k in objects.select("object_id", "entity_key").iter_rows() if k in keyset),
     )
     smi.save(folder / "m_smi.npz")
     omi.save(folder / "m_omi.npz")
     counts = {
         **graph.counts(),
-        **{name: vectors[name].height for name in GRANULARITIES},
+        **{name: units.vectors[name].height for name in GRANULARITIES},
     }
     manifest = Manifest(
         version=version,
@@ -185,5 +289,32 @@ def publish_index(
         counts=counts,
     )
     manifest.write(folder)  # last file of the version: its presence means the version is complete
+    problems = verify_version(root, version)
+    if problems:
+        failed = root / "failed" / version
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        folder.rename(failed)  # out of versions/, never listed or opened; kept to look at
+        raise PublishError(
+            f"version {version} failed its check after writing, so CURRENT stays at "
+            f"{previous.version if previous else '(none)'}: " + "; ".join(problems) + f". The version was moved to "
+            f"{failed}. Re-run the publish; if it fails again, report the error with that folder"
+        )
     set_current(root, version)
     return PublishResult(version, manifest, changed, removed, reused=False)
+
+
+def verify_version(root: Path, version: str, probes: int = 3, k: int = 5) -> list[str]:
+    """Open a written version read-only, as a reader would, and query it; returns what is wrong (empty: fine).
+
+    Opening aligns every LanceDB table with the graph and incidence matrices (so a table holding more
+    or fewer rows than the version's units fails here); the probes then run the retrieval pipeline
+    (dense seeds, PPR, evidence) with the stored vectors of a few chunks as the query, each of which
+    must come back in the top ``k``. No encoder is loaded.
+    """
+    from mmkg.index.reader import Index
+
+    try:
+        index = Index.open(root, version=version, encoder=False)
+        return index.self_check(probes=probes, k=k)
+    except Exception as exc:  # whatever stops a reader from opening it stops the publish
+        return [f"cannot open it: {exc.__class__.__name__}: {exc}"]

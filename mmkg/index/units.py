@@ -1,0 +1,98 @@
+"""Index units: one row per content id, whatever the number of places that show it.
+
+Chunks and sentences belong to exactly one document (their ids hash where they sit). Pictures do
+not: an image id is the hash of its bytes, so a logo on every report, a figure reused across papers
+or a poster photographed for two rooms is one image id shown by many documents, possibly in many
+partitions; an object id hashes the image, the backend, the entity and the box, so it is shared the
+same way. Each partition embeds and grounds its own copy, and the index keeps one unit per id:
+
+- the unit's vector is the ℓ2-normalized mean of the partitions' vectors (with the text encoder a
+  picture is embedded through the text around it, so each partition sees it in its own context;
+  with CLIP the copies are identical and the mean is that vector);
+- its owner (``partition``, ``doc_id`` in LanceDB) is its first occurrence in (partition, doc_id)
+  order: only a stable label, never used to decide what a filter allows;
+- every occurrence (document, partition, page, caption; for objects, the chunk) is kept in the
+  version's payload (``image_occurrences``, ``object_occurrences``) so evidence cites each place
+  and filters allow a unit when any of its occurrences is allowed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: LanceDB table -> id column, for every unit kind of the index
+ID_COLUMN = {"chunks": "chunk_id", "sentences": "sentence_id", "images": "image_id", "objects": "object_id"}
+#: the unit kinds that many documents can share
+SHARED = ("images", "objects")
+
+IMAGE_OCCURRENCE_COLUMNS = ("image_id", "doc_id", "partition", "occurrence", "page", "role", "source", "alt_text")
+OBJECT_OCCURRENCE_COLUMNS = ("object_id", "chunk_id", "doc_id", "partition")
+
+
+def mean_vectors(vectors: pl.DataFrame, id_col: str) -> pl.DataFrame:
+    """One row per id: normalized mean of its rows' vectors; owner = first row in (partition, doc_id) order."""
+    if vectors.is_empty() or vectors[id_col].n_unique() == vectors.height:
+        return vectors
+    dtype = vectors.schema["vector"]
+    assert isinstance(dtype, pl.Array)
+    ordered = vectors.sort(id_col, "partition", "doc_id")
+    ids = ordered[id_col]
+    mat = ordered["vector"].to_numpy().reshape(ordered.height, dtype.size).astype(np.float64)
+    starts = np.flatnonzero(np.r_[True, ids[1:].to_numpy() != ids[:-1].to_numpy()])
+    sums = np.add.reduceat(mat, starts, axis=0)
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    # opposite copies cancelling out is not a real case; keep the first copy rather than divide by zero
+    means = np.where(norms > 1e-12, sums / np.maximum(norms, 1e-12), mat[starts])
+    owners = ordered[starts.tolist()].select(id_col, "partition", "doc_id")
+    merged = owners.with_columns(pl.Series("vector", means.astype(np.float32), dtype=dtype))
+    # keep the input's order of first appearance (the graph numbers image nodes the same way)
+    first = vectors.select(id_col).unique(id_col, keep="first", maintain_order=True)
+    return first.join(merged, on=id_col, how="left", maintain_order="left").select(vectors.columns)
+
+
+@dataclass
+class Units:
+    """What one index version publishes per unit kind, shared units collapsed to one row per id."""
+
+    vectors: dict[str, pl.DataFrame]  # LanceDB rows: id column, partition (owner), doc_id (owner), vector
+    payload: dict[str, pl.DataFrame]  # documents, chunks, sentences, images, objects + the two occurrence tables
+
+
+def collapse(vectors: dict[str, pl.DataFrame], payload: dict[str, pl.DataFrame]) -> Units:
+    """Per-partition vectors and tables -> one unit per content id, occurrences kept apart.
+
+    ``payload["images"]`` / ``payload["objects"]`` may hold one row per occurrence (the concatenated
+    partition tables); the result holds one row per id, plus ``image_occurrences`` and
+    ``object_occurrences`` with one row per place the unit is shown.
+    """
+    out_vectors = dict(vectors)
+    for name in SHARED:
+        out_vectors[name] = mean_vectors(vectors[name], ID_COLUMN[name])
+    out = dict(payload)
+    images = payload["images"]
+    image_occ = [c for c in IMAGE_OCCURRENCE_COLUMNS if c in images.columns]
+    out["image_occurrences"] = images.select(image_occ).unique(maintain_order=True)
+    n_occ = images.group_by("image_id").agg(pl.col("doc_id").n_unique().alias("n_documents"))
+    out["images"] = (
+        images.sort("image_id", "partition", "doc_id")
+        .unique("image_id", keep="first", maintain_order=True)
+        .join(n_occ, on="image_id", how="left")
+        .select(
+            "image_id",
+            "doc_id",
+            "partition",
+            *[c for c in ("source", "blob_path", "width", "height", "phash") if c in images.columns],
+            "n_documents",
+        )
+    )
+    objects = payload["objects"]
+    out["object_occurrences"] = (
+        objects.select(OBJECT_OCCURRENCE_COLUMNS).unique(maintain_order=True).sort("object_id", "partition", "doc_id")
+    )
+    out["objects"] = objects.sort("object_id", "partition", "doc_id").unique(
+        "object_id", keep="first", maintain_order=True
+    )
+    return Units(out_vectors, out)
