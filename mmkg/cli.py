@@ -81,7 +81,10 @@ def query(
         if c.sentences:
             console.print(f"  [green]best sentence[/] ({c.sentences[0].score:.2f}): {c.sentences[0].text}")
         for img in c.images:
-            console.print(f"  [cyan]image[/] {img.source}")
+            same = " [bold]the query picture[/]" if img.same_as_query else ""
+            elsewhere = len({o.doc_id for o in img.occurrences} - {c.doc_id})
+            also = f" [dim](also shown in {elsewhere} other document{'s' * (elsewhere != 1)})[/]" if elsewhere else ""
+            console.print(f"  [cyan]image[/] {img.source}{same}{also}")
         for o in c.objects[:5]:
             console.print(f"  [yellow]object[/] {o.entity_name} ({o.backend}, σ={o.sigma:.2f})")
 

@@ -48,6 +48,9 @@ class Preset:
     lexical_top_k: int = 10  # how many BM25 chunks seed
     entity_chunk_share: float = 0.0  # share of a linked entity's mass moved onto its chunks, by query similarity
     entity_chunk_temperature: float = 0.05  # softmax temperature over those chunks' cosines
+    # weight of the pictures that *are* the query picture (same bytes or perceptual hash) and the chunks that
+    # show them, relative to the other channels; 0: the paper's r0 (an image query seeds by similarity only)
+    same_picture_weight: float = 0.0
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
@@ -58,6 +61,8 @@ class Preset:
                 "entity_seed_weight and lexical_seed_weight must be >= 0 and sum to at most 1 (the dense seeds get "
                 f"the rest); got {self.entity_seed_weight} and {self.lexical_seed_weight}"
             )
+        if not 0 <= self.same_picture_weight <= 1:
+            raise ValueError(f"same_picture_weight must be in [0, 1]; got {self.same_picture_weight}")
 
     def override(self, **changes: Any) -> Preset:
         """A copy with some parameters changed; unknown names are an error, not ignored."""
@@ -97,10 +102,21 @@ PRESETS: dict[str, Preset] = {
         entity_seed_weight=0.98,
         entity_chunk_share=1.0,
         entity_chunk_temperature=0.1,
+        same_picture_weight=0.9,
     ),
     # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
     # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev).
-    "longdoc": Preset(0.5, 1.0, 1.0, 1.0, 1.0, TopK(20, 20, 5, 5), TopK(10, 10, 10, 10), lexical_seed_weight=0.5),
+    "longdoc": Preset(
+        0.5,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        TopK(20, 20, 5, 5),
+        TopK(10, 10, 10, 10),
+        lexical_seed_weight=0.5,
+        same_picture_weight=0.9,
+    ),
 }
 
 
@@ -153,14 +169,16 @@ def seed_distribution(
     preset: Preset,
     entity: np.ndarray | None = None,
     lexical: np.ndarray | None = None,
+    picture: np.ndarray | None = None,
 ) -> np.ndarray:
     """r0 = λ_t u_t + λ_v u_v, optionally cut to the top seeds, normalized to sum 1 (eq. 3).
 
-    Two optional seed channels join it, each non-negative node mass: ``entity`` (what the entities
-    the query names seed, see ``Index._entity_seeds``) with weight ``preset.entity_seed_weight`` and
-    ``lexical`` (e.g. BM25 over chunks) with weight ``preset.lexical_seed_weight``; the dense r0 gets the rest. A
-    channel with nothing in it drops out and the others are renormalized, so a query that links
-    nothing and matches no word gets the paper's r0.
+    Optional seed channels join it, each non-negative node mass: ``entity`` (what the entities
+    the query names seed, see ``Index._entity_seeds``) with weight ``preset.entity_seed_weight``,
+    ``lexical`` (e.g. BM25 over chunks) with weight ``preset.lexical_seed_weight``; the dense r0 gets the
+    rest. ``picture`` (the corpus pictures that are the query picture and the chunks showing them) joins
+    with weight ``preset.same_picture_weight``. A channel with nothing in it drops out and the others are
+    renormalized, so a query that links nothing, matches no word and shows no known picture gets the paper's r0.
     """
     parts = []
     if u_text is not None:
@@ -176,7 +194,12 @@ def seed_distribution(
     total = float(r0.sum())
     if total > 0:
         channels.append((1.0 - preset.entity_seed_weight - preset.lexical_seed_weight, r0 / total))
-    for extra, w in ((entity, preset.entity_seed_weight), (lexical, preset.lexical_seed_weight)):
+    extras = (
+        (entity, preset.entity_seed_weight),
+        (lexical, preset.lexical_seed_weight),
+        (picture, preset.same_picture_weight),
+    )
+    for extra, w in extras:
         if extra is not None and w > 0 and (extra_total := float(extra.sum())) > 0:
             channels.append((w, extra / extra_total))
     # dense alone if every weight went to channels that are empty for this query

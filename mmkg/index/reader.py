@@ -8,6 +8,7 @@ ever pasted into a query string.
 
 from __future__ import annotations
 
+import io
 import re
 import time
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from mmkg.graph import Graph
 from mmkg.incidence import Incidence
 from mmkg.index.manifest import Manifest, current_version, list_versions
 from mmkg.index.publish import GRANULARITIES, LEXICAL_DIR
+from mmkg.index.units import SHARED
 from mmkg.lexical import LexicalIndex
 from mmkg.linking import EntityLinker, Link
 from mmkg.retrieval import Granular, Preset, activation, get_preset, keep_top_k, seed_distribution
@@ -45,11 +47,26 @@ class SentenceHit:
 
 
 @dataclass(frozen=True)
+class ImageOccurrence:
+    """One place a picture is shown: the same picture (one image id) can be in many documents and partitions."""
+
+    doc_id: str
+    partition: str
+    title: str
+    source_path: str  # the document's file
+    source: str  # where the picture came from (image file, or PDF page and object)
+    page: int | None
+    alt_text: str
+
+
+@dataclass(frozen=True)
 class ImageHit:
     image_id: str
-    source: str
+    source: str  # where this chunk's document shows it
     blob_path: str
     score: float
+    occurrences: list[ImageOccurrence] = field(default_factory=list)  # every place in the index that shows it
+    same_as_query: bool = False  # the image query is this picture (same bytes, or the same perceptual hash)
 
 
 @dataclass(frozen=True)
@@ -87,6 +104,7 @@ class RetrievalResult:
     seeds: int
     timings_ms: dict[str, float]
     linked_entities: list[str] = field(default_factory=list)  # entity keys the text query named (seeded)
+    matched_images: list[str] = field(default_factory=list)  # image ids that are the query picture (seeded)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,8 +127,19 @@ class Index:
         self.ppr_graph = transition_matrix(self.graph.adjacency)
         self.chunks = pl.read_parquet(folder / "chunks.parquet")
         self.sentences = pl.read_parquet(folder / "sentences.parquet")
-        self.images = pl.read_parquet(folder / "images.parquet")
-        self.objects = pl.read_parquet(folder / "objects.parquet")
+        self.images = pl.read_parquet(folder / "images.parquet")  # one row per picture (content id)
+        self.objects = pl.read_parquet(folder / "objects.parquet")  # one row per grounded object
+        # every place each picture / object is shown; versions published before pictures were shared lack them
+        occ = folder / "image_occurrences.parquet"
+        self.image_occurrences = (
+            pl.read_parquet(occ) if occ.exists() else self.images.select("image_id", "doc_id", "partition", "source")
+        )
+        occ = folder / "object_occurrences.parquet"
+        self.object_occurrences = (
+            pl.read_parquet(occ)
+            if occ.exists()
+            else self.objects.select("object_id", "chunk_id", "doc_id", "partition")
+        )
         self.m_smi = Incidence.load(folder / "m_smi.npz")
         self.m_omi = Incidence.load(folder / "m_omi.npz")
         nodes = self.graph.nodes
@@ -156,6 +185,7 @@ class Index:
         ent_path = folder / "entities.parquet"
         self.entities = pl.read_parquet(ent_path) if ent_path.exists() else None
         self._lookup: dict[str, dict] | None = None
+        self._image_row = {iid: j for j, iid in enumerate(self.images["image_id"].to_list())}
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
         self._lexical: LexicalIndex | None = None
@@ -168,10 +198,12 @@ class Index:
     # -- opening -------------------------------------------------------------------------------
 
     @classmethod
-    def open(
-        cls, path: Path | str, version: str | None = None, encoder: Any | None = None, ppr_engine: str = "auto"
-    ) -> Index:
-        """Open the current (or a given) version; the encoder must match the one the index was built with."""
+    def open(cls, path: Path | str, version: str | None = None, encoder: Any = None, ppr_engine: str = "auto") -> Index:
+        """Open the current (or a given) version; the encoder must match the one the index was built with.
+
+        ``encoder``: None loads the one the manifest names; ``False`` opens without one (metadata, payload,
+        graph, and ``self_check``; text and image queries then raise).
+        """
         from mmkg.encoders import check_compatible, load_encoder
 
         root = Path(path)
@@ -180,10 +212,20 @@ class Index:
         if not folder.exists():
             raise FileNotFoundError(f"index version {version} not found under {root}; versions: {list_versions(root)}")
         manifest = Manifest.read(folder)
+        if encoder is False:
+            return cls(root, manifest, None, ppr_engine)
         if encoder is None:
             encoder = load_encoder(manifest.encoder.backend, manifest.encoder.model)
         check_compatible(manifest.encoder.id, encoder)
         return cls(root, manifest, encoder, ppr_engine)
+
+    def _encoder(self) -> Any:
+        if self.encoder is None:
+            raise RuntimeError(
+                f"index {self.root} version {self.version} was opened without an encoder; "
+                "open it with Index.open(path) to run text or image queries"
+            )
+        return self.encoder
 
     def info(self) -> dict[str, Any]:
         size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
@@ -211,10 +253,18 @@ class Index:
         for key, value in filters.items():
             docs = docs.filter(pl.col(key).is_in([value] if isinstance(value, str) else list(value)))
         allowed = docs["doc_id"].implode()
-        return {
+        masks = {
             name: self.meta[name].select(pl.col("doc_id").is_in(allowed)).to_series().to_numpy()
-            for name in GRANULARITIES
+            for name in ("chunks", "sentences")
         }
+        # a picture (or object) is allowed when any document that shows it is
+        for name, occ, id_col in (
+            ("images", self.image_occurrences, "image_id"),
+            ("objects", self.object_occurrences, "object_id"),
+        ):
+            ids = occ.filter(pl.col("doc_id").is_in(allowed))[id_col].unique().implode()
+            masks[name] = self.meta[name].select(pl.col("id").is_in(ids)).to_series().to_numpy()
+        return masks
 
     def _scores(self, name: str, q: np.ndarray, k: int, mask: np.ndarray | None) -> np.ndarray:
         """Cosine scores of every row: exact in memory, or the ANN index's top k (others -inf)."""
@@ -225,12 +275,14 @@ class Index:
             return out
         query = self.tables[name].search(q.astype(np.float32), vector_column_name="vector").distance_type("cosine")
         if mask is not None:
-            docs = self.meta[name].filter(pl.Series(mask))["doc_id"].unique().to_list()
-            if not docs:
+            # shared units (pictures, objects) are allowed by any of their documents: filter those by id
+            column = "id" if name in SHARED else "doc_id"
+            values = self.meta[name].filter(pl.Series(mask))[column].unique().to_list()
+            if not values:
                 return out
-            if not all(_HEX_ID.match(d) for d in docs):  # ids are content hashes; anything else is refused
-                raise ValueError("document ids in this index are not content hashes; cannot filter the ANN search")
-            query = query.where(f"doc_id IN ({', '.join(repr(d) for d in docs)})", prefilter=True)
+            if not all(_HEX_ID.match(d) for d in values):  # ids are content hashes; anything else is refused
+                raise ValueError(f"{column} values in this index are not content hashes; cannot filter the ANN search")
+            query = query.where(f"{column} IN ({', '.join(repr(d) for d in values)})", prefilter=True)
         hits = query.select(["id"]).limit(k).to_arrow()
         pos = self.positions[name]
         for key, dist in zip(hits["id"].to_pylist(), hits["_distance"].to_pylist(), strict=True):
@@ -338,7 +390,65 @@ class Index:
             from mmkg.vision.ocr import OcrEngine
 
             texts = [line.text for line in OcrEngine().read_path(image)]
-        return self.encoder.encode_images([ImageInput(path=image, pil=None, texts=texts)])[0]
+        return self._encoder().encode_images([ImageInput(path=image, pil=None, texts=texts)])[0]
+
+    def same_pictures(self, image: str | Path, max_bits: int | None = None) -> list[tuple[str, int]]:
+        """Pictures of this index that are the query picture: ``(image_id, differing hash bits)``, closest first.
+
+        The same bytes (the image id is their hash) is distance 0; otherwise the 64-bit perceptual
+        hashes (``mmkg.ingest.images.perceptual_hash``) may differ in at most ``max_bits`` bits, which
+        finds the picture re-encoded, resized, or embedded in a PDF.
+        """
+        from PIL import Image
+
+        from mmkg.ids import bytes_id
+        from mmkg.ingest.images import SAME_PICTURE_MAX_BITS, perceptual_hash
+
+        max_bits = SAME_PICTURE_MAX_BITS if max_bits is None else max_bits
+        data = Path(image).read_bytes()
+        exact = bytes_id(data)
+        out: dict[str, int] = {}
+        if exact in self._image_row:
+            out[exact] = 0
+        if "phash" in self.images.columns:
+            with Image.open(io.BytesIO(data)) as img:
+                query = perceptual_hash(img)
+            if query:
+                hashes = self.images["phash"].to_list()
+                known = np.array([int(h, 16) if h else 0 for h in hashes], dtype=np.uint64)
+                dist = np.bitwise_count(known ^ np.uint64(int(query, 16))).astype(np.int64)
+                dist[[not h for h in hashes]] = 64
+                for j in np.flatnonzero(dist <= max_bits):
+                    iid = self.images["image_id"][int(j)]
+                    out[iid] = min(out.get(iid, 64), int(dist[j]))
+        return sorted(out.items(), key=lambda kv: (kv[1], kv[0]))
+
+    def _same_picture_seeds(
+        self, matches: list[tuple[str, int]], masks: dict[str, np.ndarray | None]
+    ) -> np.ndarray | None:
+        """Seed mass on the pictures that are the query picture and on every chunk that shows them.
+
+        Each matched picture gets a share 1 - bits/64 (the same bytes: 1), split equally between its
+        image node and the chunks linked to it (within the filters), so every place that shows the
+        picture starts ahead of places that only look like it.
+        """
+        if not matches:
+            return None
+        adj = self.graph.adjacency
+        seeds = np.zeros(self.graph.n, dtype=np.float64)
+        for image_id, bits in matches:
+            row = self.positions["images"].get(image_id)
+            if row is None or (masks["images"] is not None and not masks["images"][row]):
+                continue
+            node = self.n_chunks + row
+            nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
+            nbrs = nbrs[nbrs < self.n_chunks]
+            if masks["chunks"] is not None:
+                nbrs = nbrs[masks["chunks"][nbrs]]
+            share = (1.0 - bits / 64.0) / (1 + nbrs.size)
+            seeds[node] += share
+            seeds[nbrs] += share
+        return seeds if seeds.sum() > 0 else None
 
     def retrieve(
         self,
@@ -360,6 +470,40 @@ class Index:
         with self._blas.limit(limits=1, user_api="blas"):
             return self._retrieve(text, image, k, preset, p, filters, engine)
 
+    def self_check(self, probes: int = 3, k: int = 5) -> list[str]:
+        """What is wrong with this version as a reader sees it (empty: nothing). Needs no encoder.
+
+        Row counts per table and node counts per kind must be what the manifest says; then the
+        longest chunk of up to ``probes`` partitions, queried with its own stored vector through the
+        whole pipeline (dense seeds, propagation, evidence), must come back in the top ``k``.
+        """
+        from mmkg.validation import smoke_probes
+
+        problems = []
+        counts = self.manifest.counts
+        for name in GRANULARITIES:
+            if name in counts and len(self.positions[name]) != counts[name]:
+                problems.append(f"{name}: {len(self.positions[name]):,} rows, the manifest says {counts[name]:,}")
+        for key, value in self.graph.counts().items():
+            if key in counts and counts[key] != value:
+                problems.append(f"graph {key}: {value:,}, the manifest says {counts[key]:,}")
+        chunk_ids = smoke_probes(self.chunks).head(probes)["chunk_id"].to_list()
+        with self._blas.limit(limits=1, user_api="blas"):
+            for cid in chunk_ids:
+                q = self._stored_vector("chunks", cid)
+                res = self._retrieve(None, None, k, "self_check", get_preset("default"), None, None, qt=q)
+                if cid not in [c.chunk_id for c in res.chunks]:
+                    problems.append(f"chunk {cid} is not in the top {k} for its own vector")
+        return problems
+
+    def _stored_vector(self, name: str, unit_id: str) -> np.ndarray:
+        if name not in self.tables:
+            return self.vectors[name][self.positions[name][unit_id]]
+        if not _HEX_ID.match(unit_id):
+            raise ValueError(f"{unit_id!r} is not a content hash")
+        hit = self.tables[name].search().where(f"id = '{unit_id}'").select(["vector"]).limit(1).to_arrow()
+        return np.asarray(hit["vector"][0].as_py(), dtype=np.float32)
+
     def _retrieve(
         self,
         text: str | None,
@@ -369,7 +513,9 @@ class Index:
         p: Preset,
         filters: dict[str, str | Sequence[str]] | None,
         engine: str | None,
+        qt: np.ndarray | None = None,
     ) -> RetrievalResult:
+        """The MG2-RAG pipeline; ``qt`` is an already-encoded text-side query vector (then ``text`` may be None)."""
         from mmkg.ppr import personalized_pagerank
 
         timings: dict[str, float] = {}
@@ -382,13 +528,15 @@ class Index:
         u_t = u_v = None
         sent_scores = np.zeros(len(self.m_smi.row_ids), np.float32)
         chunk_cos = np.full(self.n_chunks, -np.inf, np.float32)
-        if text is not None:
-            qt = self.encoder.encode_text([text])[0]
+        if qt is None and text is not None:
+            qt = self._encoder().encode_text([text])[0]
             timings["encode_text"] = (time.perf_counter() - t0) * 1e3
+        if qt is not None:
             g_t, raw = self._granular(qt, p.text_topk, masks)
             sent_scores = _finite_or_zero(raw["sentences"])
             chunk_cos = raw["chunks"]
             u_t = activation(g_t, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
+        matched: list[tuple[str, int]] = []
         if image is not None:
             t1 = time.perf_counter()
             qv = self._image_query_vector(Path(image))
@@ -396,6 +544,10 @@ class Index:
             g_v, raw_v = self._granular(qv, p.visual_topk, masks)
             sent_scores = np.maximum(sent_scores, _finite_or_zero(raw_v["sentences"]))
             u_v = activation(g_v, self.m_smi.matrix, self.m_omi.matrix, p.omega_c, p.omega_i)
+            if p.same_picture_weight > 0:
+                t1 = time.perf_counter()
+                matched = self.same_pictures(image)
+                timings["same_picture"] = (time.perf_counter() - t1) * 1e3
         entity_seeds, linked = None, []
         if text is not None and p.entity_seed_weight > 0:
             t1 = time.perf_counter()
@@ -407,7 +559,8 @@ class Index:
             lexical = np.zeros(self.graph.n, dtype=np.float32)
             lexical[: self.n_chunks] = keep_top_k(self.lexical_scores(text), p.lexical_top_k, masks["chunks"])
             timings["bm25"] = (time.perf_counter() - t1) * 1e3
-        r0 = seed_distribution(u_t, u_v, p, entity_seeds, lexical)
+        picture = self._same_picture_seeds(matched, masks)
+        r0 = seed_distribution(u_t, u_v, p, entity_seeds, lexical, picture)
         t2 = time.perf_counter()
         r = personalized_pagerank(self.ppr_graph, r0, p.alpha, p.eps, engine=self._engine(engine, p.alpha))
         timings["ppr"] = (time.perf_counter() - t2) * 1e3
@@ -416,7 +569,7 @@ class Index:
             chunk_scores[~masks["chunks"]] = -np.inf
         top = np.argsort(-chunk_scores, kind="stable")[:k]
         top = [int(i) for i in top if np.isfinite(chunk_scores[i])]
-        chunks = self._evidence(top, chunk_scores, r, sent_scores)
+        chunks = self._evidence(top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
         timings["total"] = (time.perf_counter() - t0) * 1e3
         return RetrievalResult(
             version=self.version,
@@ -427,6 +580,7 @@ class Index:
             seeds=int((r0 > 0).sum()),
             timings_ms={k2: round(v, 2) for k2, v in timings.items()},
             linked_entities=linked,
+            matched_images=[iid for iid, _ in matched],
         )
 
     def dense(
@@ -440,7 +594,7 @@ class Index:
             raise ValueError(f"unknown level {level!r}; choose one of {list(GRANULARITIES)}")
         with self._blas.limit(limits=1, user_api="blas"):
             mask = self._masks(filters)[level]
-            q = self.encoder.encode_text([text])[0]
+            q = self._encoder().encode_text([text])[0]
             scores = self._scores(level, q, k, mask)
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
@@ -455,23 +609,49 @@ class Index:
             by_chunk: dict[str, list[tuple[int, str, str]]] = {}
             for sid, cid, text in self.sentences.select("sentence_id", "chunk_id", "text").iter_rows():
                 by_chunk.setdefault(cid, []).append((sent_pos[sid], sid, text))
+            object_rows = {o["object_id"]: o for o in self.objects.iter_rows(named=True)}
             objects: dict[str, list[dict]] = {}
-            for o in self.objects.iter_rows(named=True):
-                objects.setdefault(o["chunk_id"], []).append(o)
+            for oid, cid in self.object_occurrences.select("object_id", "chunk_id").iter_rows():
+                if oid in object_rows:
+                    objects.setdefault(cid, []).append(object_rows[oid])
+            docs = {d["doc_id"]: d for d in self.documents.iter_rows(named=True)}
+            occurrences: dict[str, list[ImageOccurrence]] = {}
+            # (image, document) -> where that document shows it, for the ImageHit of a chunk of that document
+            shown_as: dict[tuple[str, str], str] = {}
+            occ = self.image_occurrences
+            order = [c for c in ("partition", "doc_id", "occurrence") if c in occ.columns]
+            for o in occ.sort(order).iter_rows(named=True):
+                d = docs.get(o["doc_id"], {})
+                occurrences.setdefault(o["image_id"], []).append(
+                    ImageOccurrence(
+                        doc_id=o["doc_id"], partition=o["partition"], title=d.get("title", ""),
+                        source_path=d.get("source_path", ""), source=o.get("source") or "",
+                        page=o.get("page"), alt_text=o.get("alt_text") or "",
+                    )
+                )  # fmt: skip
+                shown_as.setdefault((o["image_id"], o["doc_id"]), o.get("source") or "")
             self._lookup = {
                 "chunks": {c["chunk_id"]: c for c in self.chunks.iter_rows(named=True)},
                 "sentences": by_chunk,
                 "images": {i["image_id"]: i for i in self.images.iter_rows(named=True)},
                 "image_node": {key: self.n_chunks + j for j, key in enumerate(self.meta["images"]["id"].to_list())},
                 "objects": objects,
+                "occurrences": occurrences,
+                "shown_as": shown_as,
             }
         return self._lookup
 
     def _evidence(
-        self, top: list[int], chunk_scores: np.ndarray, r: np.ndarray, sent_scores: np.ndarray
+        self,
+        top: list[int],
+        chunk_scores: np.ndarray,
+        r: np.ndarray,
+        sent_scores: np.ndarray,
+        same_as_query: set[str] | None = None,
     ) -> list[RetrievedChunk]:
         look = self._lookups()
         all_ids = self.meta["chunks"]["id"]
+        same_as_query = same_as_query or set()
         out = []
         for rank, i in enumerate(top, start=1):
             cid = all_ids[i]
@@ -481,10 +661,13 @@ class Index:
                 key=lambda h: -h.score,
             )[:3]
             imgs = [
-                ImageHit(iid, m["source"], m["blob_path"], float(r[look["image_node"][iid]]))
-                for iid in c["image_ids"] or []
+                ImageHit(
+                    iid, look["shown_as"].get((iid, c["doc_id"])) or m["source"], m["blob_path"],
+                    float(r[look["image_node"][iid]]), look["occurrences"].get(iid, []), iid in same_as_query,
+                )
+                for iid in dict.fromkeys(c["image_ids"] or [])
                 if (m := look["images"].get(iid)) is not None
-            ]
+            ]  # fmt: skip
             objs = [
                 ObjectHit(o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]))
                 for o in look["objects"].get(cid, [])
