@@ -167,6 +167,13 @@ def drop_one_edge(data: Path) -> None:
     Graph(a, g.nodes).save(folder)
 
 
+def duplicate_a_chunk_vector(data: Path) -> None:
+    """A second vector row for one chunk, in another partition's file: the index table would outgrow the graph."""
+    src = pl.read_parquet(table_path(data, "chunk_vectors"))
+    other = next(p for p in (data / "tables" / "chunk_vectors").glob("*.parquet") if p.stem != PARTITION)
+    pl.concat([pl.read_parquet(other), src.head(1)]).write_parquet(other)
+
+
 def point_current_at_missing_version(data: Path) -> None:
     (data / "index" / "CURRENT").write_text("v-missing\n")
 
@@ -182,6 +189,7 @@ BREAKERS: dict[tuple[str, str], tuple[Callable[[Path], None], str]] = {
     ("entity_catalog", "schema"): (drop_last_column("entity_catalog"), "missing column"),
     ("graph", "well_formed"): (edge_to_missing_node, "edge to a missing node"),
     ("graph", "counts_match_partitions"): (drop_one_edge, "partitions add up to"),
+    ("graph", "vectors_match_nodes"): (duplicate_a_chunk_vector, "more than one vector row"),
     ("retrieval_index", "smoke_retrieval"): (point_current_at_missing_version, "cannot open the index"),
 }
 

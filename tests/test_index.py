@@ -9,25 +9,13 @@ from pathlib import Path
 
 import pytest
 from dagster import DagsterInstance, materialize
+from indexing import GLOBAL, PARTITIONED, build
 from typer.testing import CliRunner
 
-from assets import embeddings, graph_inputs, index, ingest, text, vision
 from mmkg.cli import app
 from mmkg.encoders import EncoderMismatch
 from mmkg.index import Index
-from mmkg.ingest import list_partitions
 from pipelines.resources import default_resources
-
-PARTITIONED = [
-    ingest.ingest,
-    text.chunks,
-    text.parse,
-    text.entities,
-    vision.ground_images,
-    graph_inputs.build_nodes,
-    embeddings.embed,
-]
-GLOBAL = [text.entity_catalog, index.graph, index.retrieval_index]
 
 
 @dataclass
@@ -36,17 +24,6 @@ class Built:
     data: Path
     instance: DagsterInstance
     resources: dict
-
-
-def build(corpus: Path, data: Path, instance: DagsterInstance, keys: list[str] | None = None) -> dict:
-    resources = default_resources(corpus, data)
-    keys = keys or list_partitions(corpus)
-    known = set(instance.get_dynamic_partitions("corpus"))
-    instance.add_dynamic_partitions("corpus", [k for k in keys if k not in known])
-    for key in keys:
-        assert materialize(PARTITIONED, partition_key=key, instance=instance, resources=resources).success
-    assert materialize(PARTITIONED + GLOBAL, instance=instance, resources=resources, selection=GLOBAL).success
-    return resources
 
 
 @pytest.fixture(scope="module")
