@@ -42,11 +42,16 @@ PARTITIONED_TABLES = (
     "entity_mentions",
     "relations",
     "entities",
+    "document_entities",
     "image_text",
     "objects",
     "grounding_failures",
     "multimodal_nodes",
 )
+
+
+#: the unit tables the index's vectors are checked against
+UNIT_SOURCES = ("sentences", "images", "objects", "document_entities", "relations")
 
 
 def _result(r: validation.CheckResult) -> AssetCheckResult:
@@ -179,10 +184,11 @@ def graph_counts_match_partitions(
     asset="graph",
     name="vectors_match_nodes",
     blocking=True,
-    additional_ins={n: AssetIn(n) for n in (*validation.VECTOR_TABLES, "sentences", "images", "objects")},
+    additional_ins={n: AssetIn(n) for n in (*validation.VECTOR_TABLES, *UNIT_SOURCES)},
     description="One vector per unit in every index table once pictures and objects shown by several documents or "
     "partitions are collapsed to one unit per content id, as the publish does: chunk and image vectors equal the "
-    "graph's chunk and image nodes, sentence and object vectors their units; names any duplicated or missing id.",
+    "graph's chunk and image nodes; sentence, object, document-entity and relation vectors their units; names any "
+    "duplicated or missing id.",
 )
 def graph_vectors_match_nodes(
     graph: Graph,
@@ -190,13 +196,19 @@ def graph_vectors_match_nodes(
     sentence_vectors: pl.DataFrame,
     image_vectors: pl.DataFrame,
     object_vectors: pl.DataFrame,
+    document_entity_vectors: pl.DataFrame,
+    relation_vectors: pl.DataFrame,
     sentences: pl.DataFrame,
     images: pl.DataFrame,
     objects: pl.DataFrame,
+    document_entities: pl.DataFrame,
+    relations: pl.DataFrame,
 ) -> AssetCheckResult:
     tables = {
         "chunk_vectors": chunk_vectors, "sentence_vectors": sentence_vectors, "image_vectors": image_vectors,
-        "object_vectors": object_vectors, "sentences": sentences, "images": images, "objects": objects,
+        "object_vectors": object_vectors, "document_entity_vectors": document_entity_vectors,
+        "relation_vectors": relation_vectors, "sentences": sentences, "images": images, "objects": objects,
+        "document_entities": document_entities, "relations": relations,
     }  # fmt: skip
     return _result(validation.check_vectors_match_nodes(tables, graph))
 

@@ -14,6 +14,8 @@ OUTS = {
     "sentences": "sentence_vectors",
     "images": "image_vectors",
     "objects": "object_vectors",
+    "document_entities": "document_entity_vectors",
+    "relations": "relation_vectors",
 }
 
 
@@ -28,7 +30,19 @@ OUTS = {
         )
         for gran, name in OUTS.items()
     },
-    ins={n: AssetIn() for n in ("documents", "chunks", "sentences", "images", "image_text", "objects")},
+    ins={
+        n: AssetIn()
+        for n in (
+            "documents",
+            "chunks",
+            "sentences",
+            "images",
+            "image_text",
+            "objects",
+            "document_entities",
+            "relations",
+        )
+    },
     partitions_def=corpus_partitions,
     group_name="embeddings",
     pool="gpu",
@@ -43,8 +57,11 @@ def embed(
     images: pl.DataFrame,
     image_text: pl.DataFrame,
     objects: pl.DataFrame,
+    document_entities: pl.DataFrame,
+    relations: pl.DataFrame,
 ):
-    """Chunks with their title, sentences, images (pixels or what can be read of them), object crops.
+    """Chunks with their title, sentences, images (pixels or what can be read of them), object crops;
+    entities per document (name + the sentences that mention them) and relation triples.
 
     Chunk and sentence texts the partition already had are looked up in a per-partition vector cache
     (``<data_root>/cache/vectors``), so re-indexing after an edit embeds only what changed.
@@ -53,7 +70,7 @@ def embed(
     cache = VectorCache(storage.path / "cache" / "vectors", enc.info.id())
     done = embed_all(
         enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size,
-        cache=cache, partition=context.partition_key,
+        cache=cache, partition=context.partition_key, document_entities=document_entities, relations=relations,
     )  # fmt: skip
     for gran, name in OUTS.items():
         e = done[gran]

@@ -63,6 +63,10 @@ def graph(
         "images": AssetIn(),
         "objects": AssetIn(),
         "entity_mentions": AssetIn(),
+        "document_entities": AssetIn(),
+        "relations": AssetIn(),
+        "document_entity_vectors": AssetIn(),
+        "relation_vectors": AssetIn(),
     },
     group_name="index",
     owners=OWNERS,
@@ -86,6 +90,10 @@ def retrieval_index(
     images: pl.DataFrame,
     objects: pl.DataFrame,
     entity_mentions: pl.DataFrame,
+    document_entities: pl.DataFrame,
+    relations: pl.DataFrame,
+    document_entity_vectors: pl.DataFrame,
+    relation_vectors: pl.DataFrame,
 ) -> MaterializeResult:
     _refuse_broken_inputs(
         context,
@@ -93,17 +101,21 @@ def retrieval_index(
         {
             "documents": documents, "chunks": chunks, "sentences": sentences, "images": images, "objects": objects,
             "entity_mentions": entity_mentions, "chunk_vectors": chunk_vectors, "sentence_vectors": sentence_vectors,
-            "image_vectors": image_vectors, "object_vectors": object_vectors,
+            "image_vectors": image_vectors, "object_vectors": object_vectors, "document_entities": document_entities,
+            "relations": relations, "document_entity_vectors": document_entity_vectors,
+            "relation_vectors": relation_vectors,
         },
     )  # fmt: skip
     info = encoder.get().info
     spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
-    payload = payload_tables(documents, chunks, sentences, images, objects)
+    payload = payload_tables(documents, chunks, sentences, images, objects, document_entities, relations)
     vectors = {
         "chunks": chunk_vectors,
         "sentences": sentence_vectors,
         "images": image_vectors,
         "objects": object_vectors,
+        "document_entities": document_entity_vectors,
+        "relations": relation_vectors,
     }
     result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions)
     if result.reused:

@@ -11,7 +11,7 @@ from assets.page_text import read_page_text
 from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.chunking import chunk_documents
-from mmkg.entities import merge_mentions
+from mmkg.entities import document_entities, merge_mentions
 from mmkg.nlp import ParseCache
 from mmkg.settings import get_settings
 from resources import GroundingResource, SpacyResource, StorageResource
@@ -161,20 +161,36 @@ def parse(
     )
 
 
-@asset(
+@multi_asset(
+    outs={
+        "entities": AssetOut(
+            description="Entities of one partition, merged by canonical key: name, label, mention/chunk/document "
+            "counts.",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"polars", "parquet"},
+        ),
+        "document_entities": AssetOut(
+            description="Each relational entity as one document speaks of it (mKG-RAG's per-document graphs): name, "
+            "label, the chunks and sentences that mention it and a short context; embedded by embed.",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"polars", "parquet"},
+        ),
+    },
+    ins={n: AssetIn() for n in ("entity_mentions", "sentences", "chunks")},
     partitions_def=corpus_partitions,
     group_name="text",
-    io_manager_key="parquet_io",
-    owners=OWNERS,
-    kinds={"polars", "parquet"},
-    description="Entities of one partition, merged by canonical key: name, label, mention/chunk/document counts.",
 )
-def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
+def entities(
+    context: AssetExecutionContext, entity_mentions: pl.DataFrame, sentences: pl.DataFrame, chunks: pl.DataFrame
+):
     t0 = time.perf_counter()
     out = merge_mentions(entity_mentions).with_columns(pl.lit(context.partition_key).alias("partition"))
     out = schemas.conform(out, schemas.PARTITION_ENTITIES, "entities")
-    return Output(
+    yield Output(
         out,
+        output_name="entities",
         metadata={
             **table_metadata(
                 out.sort("n_mentions", descending=True),
@@ -186,6 +202,21 @@ def entities(context: AssetExecutionContext, entity_mentions: pl.DataFrame):
             "label_distribution": bar_plot(out, "label", "entities by label"),
         },
     )
+    t1 = time.perf_counter()
+    units = document_entities(entity_mentions, sentences, chunks)
+    per_doc = units.group_by("doc_id").len()["len"]
+    yield Output(
+        units,
+        output_name="document_entities",
+        metadata={
+            **table_metadata(
+                units.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "context"],
+                time.perf_counter() - t1,
+            ),
+            "documents": units["doc_id"].n_unique(),
+            "mean_entities_per_document": MetadataValue.float(round(float(per_doc.mean() or 0.0), 2)),
+        },
+    )  # fmt: skip
 
 
 @asset(

@@ -167,6 +167,37 @@ def vectors_frame(ids: list[str], meta: pl.DataFrame, id_col: str, vecs: np.ndar
     return base.with_columns(pl.Series("vector", vecs.astype(np.float32), dtype=pl.Array(pl.Float32, dim)))
 
 
+def relation_texts(relations: pl.DataFrame) -> list[str]:
+    """A triple as text: "subject predicate object", with "not" before a negated predicate."""
+    return [
+        " ".join(p for p in (subj, "not" if neg else "", pred, obj) if p)
+        for subj, pred, obj, neg in relations.select("subject", "predicate", "object", "negated").iter_rows()
+    ]
+
+
+def compose_entity_vectors(
+    units: pl.DataFrame, name_vectors: np.ndarray, sentence_ids: list[str], sentence_vectors: np.ndarray
+) -> np.ndarray:
+    """Entity-in-document vectors: ℓ2-normalized sum of the name's vector and the mean vector of the sentences
+    of that document that mention it (the name alone when only the title names it).
+
+    mKG-RAG embeds an entity's name with the description an LLM wrote; the sentences that mention the
+    entity are what that description is written from, and their vectors are already computed, so
+    only the (short) names cost an encoder pass.
+    """
+    row = {sid: i for i, sid in enumerate(sentence_ids)}
+    out = np.array(name_vectors, dtype=np.float32, copy=True)
+    for i, sids in enumerate(units["sentence_ids"].to_list()):
+        rows = [row[s] for s in sids or [] if s in row]
+        if rows:
+            context = sentence_vectors[rows].mean(axis=0)
+            norm = float(np.linalg.norm(context))
+            if norm > 0:
+                out[i] = out[i] + context / norm
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return out / np.maximum(norms, 1e-12)
+
+
 def embed_all(
     encoder: Encoder,
     documents: pl.DataFrame,
@@ -179,8 +210,15 @@ def embed_all(
     batch_size: int = 64,
     cache: VectorCache | None = None,
     partition: str | None = None,
+    document_entities: pl.DataFrame | None = None,
+    relations: pl.DataFrame | None = None,
 ) -> dict[str, Embedded]:
-    """Vectors of every granularity; with a ``cache`` and ``partition``, unchanged texts are not re-encoded."""
+    """Vectors of every granularity; with a ``cache`` and ``partition``, unchanged texts are not re-encoded.
+
+    With ``document_entities`` and ``relations`` (what mKG-RAG and R2AG search), their vectors too:
+    entities from their name and the sentences that mention them (``compose_entity_vectors``), triples
+    from their text (``relation_texts``).
+    """
     dim = encoder.info.dim
 
     def timed(
@@ -191,7 +229,7 @@ def embed_all(
         return Embedded(vectors_frame(ids, meta, id_col, vecs, dim), time.perf_counter() - t, reused)
 
     image_ids, image_in = image_inputs(images, image_text, objects, chunks, documents, data_root)
-    return {
+    out = {
         "chunks": timed(
             chunks["chunk_id"].to_list(),
             chunks,
@@ -212,3 +250,22 @@ def embed_all(
             lambda: (encoder.encode_images(object_inputs(objects, data_root), batch_size), 0),
         ),
     }
+    if document_entities is not None:
+        sent = out["sentences"].frame
+        sent_vecs = sent["vector"].to_numpy().reshape(sent.height, dim) if sent.height else np.zeros((0, dim))
+        units = document_entities
+
+        def entity_vectors() -> tuple[np.ndarray, int]:
+            names, reused = encode_cached(encoder, units["name"].to_list(), batch_size, cache, "entity_names",
+                                          partition)  # fmt: skip
+            return compose_entity_vectors(units, names, sent["sentence_id"].to_list(), sent_vecs), reused
+
+        out["document_entities"] = timed(units["unit_id"].to_list(), units, "unit_id", entity_vectors)
+    if relations is not None:
+        out["relations"] = timed(
+            relations["relation_id"].to_list(),
+            relations,
+            "relation_id",
+            lambda: encode_cached(encoder, relation_texts(relations), batch_size, cache, "relations", partition),
+        )
+    return out

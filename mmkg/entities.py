@@ -14,6 +14,7 @@ import unicodedata
 import polars as pl
 
 from mmkg import schemas
+from mmkg.ids import content_id
 
 NON_RELATIONAL_LABELS = frozenset({"ORDINAL", "CARDINAL", "PERCENT", "QUANTITY"})
 TITLE_LABEL = "TITLE"
@@ -77,3 +78,61 @@ def merge_mentions(mentions: pl.DataFrame) -> pl.DataFrame:
         .sort("entity_key")
     )
     return schemas.conform(out, schemas.ENTITIES, "entities")
+
+
+CONTEXT_SENTENCES = 3
+CONTEXT_CHARS = 600
+
+
+def document_entities(mentions: pl.DataFrame, sentences: pl.DataFrame, chunks: pl.DataFrame) -> pl.DataFrame:
+    """One row per relational entity per document: the entity as that document speaks of it.
+
+    mKG-RAG builds one knowledge graph per document and merges the candidate documents' graphs at
+    query time, so an entity is a unit per document: its name there, the chunks and sentences that
+    mention it, and a short context (its first sentences), which stands in for the description an
+    LLM writes in the paper.
+    """
+    rel = mentions.filter(pl.col("relational"))
+    if rel.is_empty():
+        return schemas.empty(schemas.DOCUMENT_ENTITIES)
+    order = chunks.select("chunk_id", "chunk_index")
+    sent_order = sentences.select("sentence_id", "sent_index", "text")
+    rel = (
+        rel.join(order, on="chunk_id", how="left")
+        .join(sent_order, on="sentence_id", how="left")
+        .sort("doc_id", "chunk_index", "sent_index", "char_start", nulls_last=True)
+    )
+    names = (
+        rel.group_by("doc_id", "entity_key", "text")
+        .len()
+        .sort(["doc_id", "entity_key", "len", "text"], descending=[False, False, True, False])
+        .group_by("doc_id", "entity_key", maintain_order=True)
+        .agg(pl.col("text").first().alias("name"))
+    )
+    ner = pl.col("label") != TITLE_LABEL
+    labels = (
+        rel.with_columns(ner.alias("_ner"))
+        .group_by("doc_id", "entity_key", "label", "_ner")
+        .len()
+        .sort(["doc_id", "entity_key", "_ner", "len", "label"], descending=[False, False, True, True, False])
+        .group_by("doc_id", "entity_key", maintain_order=True)
+        .agg(pl.col("label").first())
+    )
+    units = rel.group_by("doc_id", "entity_key", maintain_order=True).agg(
+        pl.col("partition").first(),
+        pl.len().alias("n_mentions"),
+        pl.col("chunk_id").unique(maintain_order=True).alias("chunk_ids"),
+        pl.col("sentence_id").drop_nulls().unique(maintain_order=True).alias("sentence_ids"),
+        pl.col("text_right").drop_nulls().unique(maintain_order=True).head(CONTEXT_SENTENCES).alias("_ctx"),
+    )
+    out = (
+        units.join(names, on=["doc_id", "entity_key"])
+        .join(labels, on=["doc_id", "entity_key"])
+        .with_columns(pl.col("_ctx").list.join(" ").str.slice(0, CONTEXT_CHARS).alias("context"))
+        .with_columns(
+            pl.struct("doc_id", "entity_key")
+            .map_elements(lambda r: content_id(r["doc_id"], r["entity_key"]), return_dtype=pl.String)
+            .alias("unit_id")
+        )
+    )
+    return schemas.conform(out, schemas.DOCUMENT_ENTITIES, "document_entities")

@@ -123,6 +123,21 @@ ENTITIES = pl.Schema(
 
 PARTITION_ENTITIES = pl.Schema({"partition": Str, **ENTITIES})
 
+DOCUMENT_ENTITIES = pl.Schema(
+    {
+        "unit_id": Str,  # content id of (document, entity key)
+        "partition": Str,
+        "doc_id": Str,
+        "entity_key": Str,
+        "name": Str,  # the document's most frequent surface form
+        "label": Str,
+        "n_mentions": I32,
+        "chunk_ids": pl.List(Str),  # the chunks of the document that mention it, in document order
+        "sentence_ids": pl.List(Str),  # the sentences that mention it (title mentions have none)
+        "context": Str,  # the first of those sentences, joined (at most CONTEXT_CHARS): what it is said to be
+    }
+)
+
 ENTITY_CATALOG = pl.Schema(
     {
         **ENTITIES,
@@ -232,6 +247,7 @@ TABLES: dict[str, pl.Schema] = {
     "sentences": SENTENCES,
     "entity_mentions": MENTIONS,
     "entities": PARTITION_ENTITIES,
+    "document_entities": DOCUMENT_ENTITIES,
     "entity_catalog": ENTITY_CATALOG,
     "relations": RELATIONS,
     "page_text": PAGE_TEXT,

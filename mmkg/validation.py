@@ -31,6 +31,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "entity_mentions": ("mention_id",),
     "relations": ("relation_id",),
     "entities": ("entity_key",),
+    "document_entities": ("unit_id",),
     "entity_catalog": ("entity_key",),
     "image_text": ("image_id", "line_index"),
     "objects": ("object_id",),
@@ -44,6 +45,8 @@ VECTOR_TABLES: dict[str, tuple[str, str]] = {
     "sentence_vectors": ("sentence_id", "sentences"),
     "image_vectors": ("image_id", "images"),
     "object_vectors": ("object_id", "objects"),
+    "document_entity_vectors": ("unit_id", "document_entities"),
+    "relation_vectors": ("relation_id", "relations"),
 }
 
 #: Foreign keys checked between tables of one partition: (child, column, parent, parent column, nulls allowed).
@@ -57,6 +60,7 @@ REFERENCES: tuple[tuple[str, str, str, str, bool], ...] = (
     ("relations", "sentence_id", "sentences", "sentence_id", False),
     ("objects", "image_id", "images", "image_id", False),
     ("objects", "chunk_id", "chunks", "chunk_id", True),  # unattached images have no chunk
+    ("document_entities", "doc_id", "documents", "doc_id", False),
 )
 
 UNIT_NORM_TOLERANCE = 1e-3
@@ -503,32 +507,26 @@ def validate_publish_inputs(tables: Mapping[str, pl.DataFrame], graph: Graph | N
         results.append(check_graph_structure(graph))
         if all(n in tables for n in need):
             results.append(check_graph_counts(graph, *(tables[n] for n in need)))
-        if all(n in tables for n in (*VECTOR_TABLES, "sentences", "images", "objects")):
+        if all(n in tables for n in ("chunk_vectors", "image_vectors", "images", "objects")):
             results.append(check_vectors_match_nodes(tables, graph))
     return [r for r in results if not r.passed]
 
 
 def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame], graph: Graph) -> CheckResult:
     """After shared units are collapsed as the publish does it, one vector row per graph node (chunks, images)
-    and per payload unit (sentences, objects). ``tables``: all-partition ``*_vectors``, sentences, images, objects.
-    """
-    from mmkg.index.units import ID_COLUMN, collapse
+    and per unit (sentences, objects, document entities, relations) in every index table.
 
-    names = {"chunks": "chunk_vectors", "sentences": "sentence_vectors", "images": "image_vectors",
-             "objects": "object_vectors"}  # fmt: skip
-    units = collapse(
-        {g: tables[v] for g, v in names.items()},
-        {"images": tables["images"], "objects": tables["objects"], "sentences": tables["sentences"]},
-    )
-    nodes = graph.nodes
+    ``tables``: all-partition ``*_vectors`` and the unit tables (sentences, images, objects, ...).
+    """
+    from mmkg.index.units import ID_COLUMN, VECTOR_ASSET, collapse, expected_unit_ids
+
+    present = {t: tables[a] for t, a in VECTOR_ASSET.items() if a in tables}
+    sources = ("images", "objects", "sentences", "document_entities", "relations")
+    units = collapse(present, {n: tables[n] for n in sources if n in tables})
+    expected = expected_unit_ids(graph.nodes, units.payload)
     return check_index_units(
-        {g: df[ID_COLUMN[g]].to_list() for g, df in units.vectors.items()},
-        {
-            "chunks": nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
-            "images": nodes.filter(pl.col("kind") == "image")["key"].to_list(),
-            "sentences": units.payload["sentences"]["sentence_id"].to_list(),
-            "objects": units.payload["objects"]["object_id"].to_list(),
-        },
+        {t: df[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
+        {t: expected.get(t, []) for t in units.vectors},
     )
 
 

@@ -29,10 +29,16 @@ from mmkg.entities import merge_mentions
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
 from mmkg.index.manifest import CURRENT, EncoderSpec, Manifest, current_version, set_current
-from mmkg.index.units import ID_COLUMN, IMAGE_OCCURRENCE_COLUMNS, SHARED, collapse
+from mmkg.index.units import (
+    ID_COLUMN,
+    IMAGE_OCCURRENCE_COLUMNS,
+    SHARED,
+    collapse,
+    document_vectors,
+    expected_unit_ids,
+)
 from mmkg.lexical import LexicalIndex
 
-GRANULARITIES = ("chunks", "sentences", "images", "objects")
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
 LEXICAL_DIR = "bm25"  # the version's BM25 chunk index (mmkg.lexical)
@@ -56,7 +62,7 @@ class PublishResult:
 def fingerprint(vectors: dict[str, pl.DataFrame], graph: Graph) -> tuple[dict[str, str], str]:
     """Per-partition digests of the published ids (ids are content hashes) and one of the graph."""
     per: dict[str, hashlib._Hash] = {}
-    for name in GRANULARITIES:
+    for name in sorted(vectors):
         df = vectors[name].select("partition", ID_COLUMN[name]).sort("partition", ID_COLUMN[name])
         for part, ids in df.group_by("partition", maintain_order=True).agg(pl.col(ID_COLUMN[name])).iter_rows():
             h = per.setdefault(part, hashlib.blake2b(digest_size=16))
@@ -125,13 +131,26 @@ OBJECT_PAYLOAD = (
 )  # fmt: skip
 
 
+RELATION_PAYLOAD = (
+    "relation_id", "partition", "doc_id", "chunk_id", "sentence_id", "subject", "subject_key", "predicate", "object",
+    "object_key", "negated",
+)  # fmt: skip
+
+
 def payload_tables(
-    documents: pl.DataFrame, chunks: pl.DataFrame, sentences: pl.DataFrame, images: pl.DataFrame, objects: pl.DataFrame
+    documents: pl.DataFrame,
+    chunks: pl.DataFrame,
+    sentences: pl.DataFrame,
+    images: pl.DataFrame,
+    objects: pl.DataFrame,
+    document_entities: pl.DataFrame | None = None,
+    relations: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """What results quote from, out of the partitions' tables (all partitions concatenated).
 
     Images and objects keep one row per occurrence here; ``publish_index`` collapses them to one unit per
-    content id and keeps the occurrences apart (``mmkg.index.units``).
+    content id and keeps the occurrences apart (``mmkg.index.units``). Entities per document and relations
+    are what mKG-RAG and R2AG select and cite.
     """
     docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
     image_cols = [*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height"]
@@ -143,6 +162,8 @@ def payload_tables(
         "sentences": sentences.select("sentence_id", "chunk_id", "doc_id", "partition", "text"),
         "images": images.select(*image_cols, *(["phash"] if "phash" in images.columns else [])),
         "objects": objects.select(OBJECT_PAYLOAD),
+        **({"document_entities": document_entities} if document_entities is not None else {}),
+        **({"relations": relations.select(RELATION_PAYLOAD)} if relations is not None else {}),
     }
 
 
@@ -173,18 +194,17 @@ def publish_index(
     ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
     ann_index_type = ann_index_type or ANN_INDEX_TYPE
     units = collapse(vectors, payload)
-    nodes = graph.nodes
+    expected = expected_unit_ids(graph.nodes, units.payload)
     units_ok = check_index_units(
         {g: df[ID_COLUMN[g]].to_list() for g, df in units.vectors.items()},
-        {
-            "chunks": nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
-            "images": nodes.filter(pl.col("kind") == "image")["key"].to_list(),
-            "sentences": units.payload["sentences"]["sentence_id"].to_list(),
-            "objects": units.payload["objects"]["object_id"].to_list(),
-        },
+        {g: expected.get(g, []) for g in units.vectors},
     )
     if not units_ok:
         raise ValidationError(f"refusing to publish to {root}: {units_ok.description}")
+    if "image_occurrences" in units.payload:
+        units.vectors["documents"] = document_vectors(
+            units.vectors["chunks"], units.vectors["images"], units.payload["image_occurrences"]
+        )
     root.mkdir(parents=True, exist_ok=True)
     parts, graph_fp = fingerprint(vectors, graph)
     previous: Manifest | None = None
@@ -205,7 +225,8 @@ def publish_index(
     existing = set(db.list_tables().tables)
     lance_versions: dict[str, int] = {}
     ann: list[str] = []
-    for name in GRANULARITIES:
+    tables = [t for t in ID_COLUMN if t in units.vectors]
+    for name in tables:
         rows = _arrow(units.vectors[name], name, encoder.dim)
         pinned = previous.lance_versions.get(name) if previous else None
         tbl = db.open_table(name) if name in existing else None
@@ -277,7 +298,7 @@ def publish_index(
     omi.save(folder / "m_omi.npz")
     counts = {
         **graph.counts(),
-        **{name: units.vectors[name].height for name in GRANULARITIES},
+        **{name: units.vectors[name].height for name in tables},
     }
     manifest = Manifest(
         version=version,

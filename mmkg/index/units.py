@@ -24,9 +24,28 @@ import numpy as np
 import polars as pl
 
 #: LanceDB table -> id column, for every unit kind of the index
-ID_COLUMN = {"chunks": "chunk_id", "sentences": "sentence_id", "images": "image_id", "objects": "object_id"}
+ID_COLUMN = {
+    "chunks": "chunk_id",
+    "sentences": "sentence_id",
+    "images": "image_id",
+    "objects": "object_id",
+    "documents": "doc_id",
+    "document_entities": "unit_id",
+    "relations": "relation_id",
+}
+#: LanceDB table -> the partitioned asset its vectors come from (document vectors are computed at publish)
+VECTOR_ASSET = {
+    "chunks": "chunk_vectors",
+    "sentences": "sentence_vectors",
+    "images": "image_vectors",
+    "objects": "object_vectors",
+    "document_entities": "document_entity_vectors",
+    "relations": "relation_vectors",
+}
 #: the unit kinds that many documents can share
 SHARED = ("images", "objects")
+#: the tables every version has (MG2-RAG's granularities); the others came later and may be absent in old versions
+GRANULARITIES = ("chunks", "sentences", "images", "objects")
 
 IMAGE_OCCURRENCE_COLUMNS = ("image_id", "doc_id", "partition", "occurrence", "page", "role", "source", "alt_text")
 OBJECT_OCCURRENCE_COLUMNS = ("object_id", "chunk_id", "doc_id", "partition")
@@ -66,33 +85,82 @@ def collapse(vectors: dict[str, pl.DataFrame], payload: dict[str, pl.DataFrame])
 
     ``payload["images"]`` / ``payload["objects"]`` may hold one row per occurrence (the concatenated
     partition tables); the result holds one row per id, plus ``image_occurrences`` and
-    ``object_occurrences`` with one row per place the unit is shown.
+    ``object_occurrences`` with one row per place the unit is shown. Tables not given are left out.
     """
     out_vectors = dict(vectors)
     for name in SHARED:
-        out_vectors[name] = mean_vectors(vectors[name], ID_COLUMN[name])
+        if name in vectors:
+            out_vectors[name] = mean_vectors(vectors[name], ID_COLUMN[name])
     out = dict(payload)
-    images = payload["images"]
-    image_occ = [c for c in IMAGE_OCCURRENCE_COLUMNS if c in images.columns]
-    out["image_occurrences"] = images.select(image_occ).unique(maintain_order=True)
-    n_occ = images.group_by("image_id").agg(pl.col("doc_id").n_unique().alias("n_documents"))
-    out["images"] = (
-        images.sort("image_id", "partition", "doc_id")
-        .unique("image_id", keep="first", maintain_order=True)
-        .join(n_occ, on="image_id", how="left")
-        .select(
-            "image_id",
-            "doc_id",
-            "partition",
-            *[c for c in ("source", "blob_path", "width", "height", "phash") if c in images.columns],
-            "n_documents",
+    if "images" in payload:
+        images = payload["images"]
+        image_occ = [c for c in IMAGE_OCCURRENCE_COLUMNS if c in images.columns]
+        out["image_occurrences"] = images.select(image_occ).unique(maintain_order=True)
+        n_occ = images.group_by("image_id").agg(pl.col("doc_id").n_unique().alias("n_documents"))
+        out["images"] = (
+            images.sort("image_id", "partition", "doc_id")
+            .unique("image_id", keep="first", maintain_order=True)
+            .join(n_occ, on="image_id", how="left")
+            .select(
+                "image_id",
+                "doc_id",
+                "partition",
+                *[c for c in ("source", "blob_path", "width", "height", "phash") if c in images.columns],
+                "n_documents",
+            )
         )
-    )
-    objects = payload["objects"]
-    out["object_occurrences"] = (
-        objects.select(OBJECT_OCCURRENCE_COLUMNS).unique(maintain_order=True).sort("object_id", "partition", "doc_id")
-    )
-    out["objects"] = objects.sort("object_id", "partition", "doc_id").unique(
-        "object_id", keep="first", maintain_order=True
-    )
+    if "objects" in payload:
+        objects = payload["objects"]
+        out["object_occurrences"] = (
+            objects.select(OBJECT_OCCURRENCE_COLUMNS)
+            .unique(maintain_order=True)
+            .sort("object_id", "partition", "doc_id")
+        )
+        out["objects"] = objects.sort("object_id", "partition", "doc_id").unique(
+            "object_id", keep="first", maintain_order=True
+        )
     return Units(out_vectors, out)
+
+
+def document_vectors(
+    chunk_vectors: pl.DataFrame, image_vectors: pl.DataFrame, image_occurrences: pl.DataFrame
+) -> pl.DataFrame:
+    """One vector per document: the ℓ2-normalized mean of its chunks' and pictures' vectors.
+
+    mKG-RAG's first stage recalls whole documents (eq. 2); a document is embedded as what the index
+    already holds of it, so no second encoder pass is needed and a picture-only document has one too.
+    """
+    dtype = chunk_vectors.schema["vector"]
+    pic = (
+        image_occurrences.select("image_id", "doc_id", "partition")
+        .unique()
+        .join(image_vectors.select("image_id", "vector"), on="image_id", how="inner")
+    )
+    rows = pl.concat(
+        [chunk_vectors.select("doc_id", "partition", "vector"), pic.select("doc_id", "partition", "vector")]
+    ).sort("doc_id", maintain_order=True)
+    if rows.is_empty():
+        return pl.DataFrame(schema={"doc_id": pl.String, "partition": pl.String, "vector": dtype})
+    assert isinstance(dtype, pl.Array)
+    docs = rows["doc_id"]
+    mat = rows["vector"].to_numpy().reshape(rows.height, dtype.size).astype(np.float64)
+    starts = np.flatnonzero(np.r_[True, docs[1:].to_numpy() != docs[:-1].to_numpy()])
+    sums = np.add.reduceat(mat, starts, axis=0)
+    means = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    return (
+        rows[starts.tolist()]
+        .select("doc_id", "partition")
+        .with_columns(pl.Series("vector", means.astype(np.float32), dtype=dtype))
+    )
+
+
+def expected_unit_ids(graph_nodes: pl.DataFrame, payload: dict[str, pl.DataFrame]) -> dict[str, list[str]]:
+    """What each index table must hold one vector for: the graph's chunk and image nodes, the payload's other units."""
+    out = {
+        "chunks": graph_nodes.filter(pl.col("kind") == "chunk")["key"].to_list(),
+        "images": graph_nodes.filter(pl.col("kind") == "image")["key"].to_list(),
+    }
+    for name in ("sentences", "objects", "document_entities", "relations"):
+        if name in payload:
+            out[name] = payload[name][ID_COLUMN[name]].to_list()
+    return out
