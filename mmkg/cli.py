@@ -41,29 +41,56 @@ def _open(index: Path | None, version: str | None):
         raise typer.Exit(2) from exc
 
 
+def _params(pairs: list[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` -> ``{"k": "v"}``; values stay strings and each strategy converts them to its types."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--param {pair!r}: write it as NAME=VALUE (mmkg strategies lists the names)")
+        out[key.strip()] = value.strip()
+    return out
+
+
 @app.command()
 def query(
     text: Annotated[str | None, typer.Argument(help="Text query.")] = None,
     image: Annotated[Path | None, typer.Option("--image", help="Image query (file path).")] = None,
     k: Annotated[int, typer.Option("--k", help="Chunks to return.")] = 5,
-    preset: Annotated[str, typer.Option("--preset", help="Retrieval preset.")] = "default",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="Retrieval strategy, optionally NAME:PRESET (mmkg strategies lists them).")
+    ] = "mg2",
+    preset: Annotated[str | None, typer.Option("--preset", help="The strategy's preset (mg2: default).")] = None,
+    param: Annotated[
+        list[str] | None, typer.Option("--param", help="Override a strategy parameter: NAME=VALUE (repeatable).")
+    ] = None,
     doc: Annotated[list[str] | None, typer.Option("--doc", help="Only these doc_ids (repeatable).")] = None,
     partition: Annotated[list[str] | None, typer.Option("--partition", help="Only these partitions.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     index: IndexPath = None,
     version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
 ) -> None:
-    """Retrieve the chunks that answer a text and/or image query."""
+    """Retrieve the chunks that answer a text and/or image query, with the graph evidence the strategy selected."""
+    from mmkg.retrieval import get_strategy
+
     if text is None and image is None:
         console.print("[red]error:[/] give a text query, --image PATH, or both")
         raise typer.Exit(2)
     if image is not None and not image.is_file():
         console.print(f"[red]error:[/] image {image} not found")
         raise typer.Exit(2)
+    try:
+        overrides = _params(param)
+        get_strategy(strategy, preset, **overrides)  # unknown names fail here, before any model loads
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
     filters = {key: vals for key, vals in (("doc_id", doc), ("partition", partition)) if vals}
     idx = _open(index, version)
     try:
-        result = idx.retrieve(text=text, image=image, k=k, preset=preset, filters=filters or None)
+        result = idx.retrieve(
+            text=text, image=image, k=k, strategy=strategy, preset=preset, filters=filters or None, **overrides
+        )
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -71,9 +98,11 @@ def query(
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
     console.print(
-        f"[dim]index {result.version}, preset {result.preset}, {result.seeds} seed nodes, "
-        f"{result.timings_ms['total']:.0f} ms[/]"
+        f"[dim]index {result.version}, strategy {result.strategy} ({result.preset}), {result.seeds} seeds, "
+        f"{result.timings_ms.get('total', 0.0):.0f} ms[/]"
     )
+    for note in result.notes:
+        console.print(f"[dim]{note}[/]")
     for c in result.chunks:
         where = c.source_path + (f" p.{c.page}" if c.page else "")
         console.print(f"\n[bold]{c.rank}. {c.title}[/]  [dim]{where}  score {c.score:.4f}[/]")
@@ -87,6 +116,35 @@ def query(
             console.print(f"  [cyan]image[/] {img.source}{same}{also}")
         for o in c.objects[:5]:
             console.print(f"  [yellow]object[/] {o.entity_name} ({o.backend}, σ={o.sigma:.2f})")
+    if result.entities:
+        ents = ", ".join(
+            f"{e.name} ({e.score:.2f}{', hop ' + str(e.hop) if e.hop else ''})" for e in result.entities[:10]
+        )
+        console.print(f"\n[bold]entities[/] {ents}")
+    for r in result.relations[:10]:
+        console.print(f"[bold]triple[/] ⟨{r.subject}, {r.predicate}, {r.object}⟩ [dim]{r.score:.2f}  {r.sentence}[/]")
+
+
+@app.command()
+def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
+    """The retrieval strategies a query can use: what each does, its presets, parameters and defaults."""
+    from mmkg.retrieval import describe
+
+    info = describe()
+    if as_json:
+        print(json.dumps(info, indent=2, default=str))
+        return
+    for s in info:
+        console.print(f"\n[bold]{s['name']}[/]  [dim]answers {', '.join(s['modalities'])}; presets: "
+                      f"{', '.join(s['presets'])} (default {s['default_preset']})[/]")  # fmt: skip
+        console.print(s["summary"])
+        t = Table(show_header=True, box=None, padding=(0, 1))
+        for col in ("parameter", "default", "meaning"):
+            t.add_column(col)
+        for p in s["params"]:
+            t.add_row(p["name"], str(p["default"]), p["doc"])
+        console.print(t)
+    console.print('\nUse: mmkg query "..." --strategy NAME[:PRESET] --param NAME=VALUE')
 
 
 @index_app.command("info")
@@ -112,7 +170,12 @@ def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("-
 
 DATASETS = Path("../shared/datasets")
 Methods = Annotated[
-    str, typer.Option("--methods", help="Comma list: bm25, dense, graph (= graph:default), graph:<preset>, graph:all.")
+    str,
+    typer.Option(
+        "--methods",
+        help="Comma list: bm25, dense, any strategy as NAME or NAME:PRESET (mkg, mg2:longdoc; mmkg strategies lists "
+        "them), graph:<preset> (= mg2:<preset>), graph:all (every mg2 preset).",
+    ),
 ]
 Ks = Annotated[str, typer.Option("--k", help="Comma list of k values.")]
 Out = Annotated[Path | None, typer.Option("--out", help="Output folder (default: <data-root>/results).")]

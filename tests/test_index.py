@@ -182,7 +182,8 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     resources = default_resources(built.corpus, data)
     assert materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=resources, selection=GLOBAL).success
     ann = Index.open(data / "index")
-    assert ann.manifest.ann_indexed == ["sentences"] and "sentences" in ann.tables
+    # the sample's larger tables: MG2-RAG's sentences, mKG-RAG's entities per document and relations
+    assert ann.manifest.ann_indexed == ["sentences", "document_entities", "relations"] and "sentences" in ann.tables
     exact = Index.open(built.data / "index")
     q = "Who found a moth in the Harvard Mark II relay?"
     a, e = ann.retrieve(text=q, k=5), exact.retrieve(text=q, k=5)
@@ -190,6 +191,13 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     assert a.chunks[0].sentences[0].text == e.chunks[0].sentences[0].text
     filtered = ann.retrieve(text=q, k=5, filters={"partition": "space"})
     assert {c.partition for c in filtered.chunks} == {"space"}
+    # mKG-RAG reads the candidates' entities and relations from LanceDB by document instead of from memory
+    a, e = ann.retrieve(text=q, k=5, strategy="mkg"), exact.retrieve(text=q, k=5, strategy="mkg")
+    assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in e.chunks]
+    assert [(x.entity_key, round(x.score, 5)) for x in a.entities] == [
+        (x.entity_key, round(x.score, 5)) for x in e.entities
+    ]
+    assert [x.relation_id for x in a.relations] == [x.relation_id for x in e.relations]
 
 
 def test_mg2_answers_match_the_recorded_ones(built: Built):
@@ -200,8 +208,11 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
     """
     from conftest import SAMPLE_CORPUS
 
+    from mmkg.index.manifest import list_versions
+
     golden = json.loads((Path(__file__).parent / "data" / "mg2_sample_golden.json").read_text())
-    idx = Index.open(built.data / "index")
+    # the sample as published first (another test publishes an edited corpus into the same root)
+    idx = Index.open(built.data / "index", version=list_versions(built.data / "index")[0])
     for case in golden:
         query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
         res = idx.retrieve(**query, k=5, preset=case["preset"])

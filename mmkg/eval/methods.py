@@ -6,7 +6,8 @@ per-question JSON keeps so a loss can be read question by question:
 
 - ``bm25``: BM25 (bm25s) over the index's chunk payload text, title prepended as the encoder sees it;
 - ``dense``: cosine search over the index's chunk vectors with the index's own encoder (``Index.dense``);
-- ``graph:<preset>``: MG2-RAG retrieval (dense seeds + Personalized PageRank) with a preset (``Index.retrieve``).
+- any retrieval strategy (``mmkg.retrieval.STRATEGIES``) as ``name`` or ``name:preset`` (``mkg``,
+  ``mg2:longdoc``); ``graph:<preset>`` is MG2-RAG with a preset under the name earlier reports used.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from mmkg.index.reader import FILTER_KEYS, Index
-from mmkg.retrieval import PRESETS
+from mmkg.retrieval import PRESETS, STRATEGIES, parse_spec
 
 Filters = dict[str, str | Sequence[str]] | None
 
@@ -96,29 +97,43 @@ class DenseMethod:
 
 
 @dataclass
-class GraphMethod:
-    """MG2-RAG graph retrieval with one preset."""
+class StrategyMethod:
+    """A retrieval strategy with one preset (``Index.retrieve(strategy=...)``)."""
 
     index: Index
-    preset: str
+    spec: str  # name:preset
     name: str = ""
     setup_s: float = 0.0
     _last: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
-        self.name = self.name or f"graph:{self.preset}"
+        self.name = self.name or self.spec
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
-        res = self.index.retrieve(text=text, k=depth, preset=self.preset, filters=dict(filters) if filters else None)
-        self._last = {"linked_entities": res.linked_entities, "seeds": res.seeds}
+        res = self.index.retrieve(text=text, k=depth, strategy=self.spec, filters=dict(filters) if filters else None)
+        self._last = {
+            "linked_entities": res.linked_entities,
+            "seeds": res.seeds,
+            "entities": [e.name for e in res.entities[:10]],
+            "relations": [f"{r.subject} | {r.predicate} | {r.object}" for r in res.relations[:5]],
+        }
         return [c.chunk_id for c in res.chunks]
 
     def explain(self) -> dict[str, Any]:
         return self._last
 
 
+def GraphMethod(index: Index, preset: str) -> StrategyMethod:
+    """MG2-RAG graph retrieval with one preset, named ``graph:<preset>`` as in earlier reports."""
+    return StrategyMethod(index, f"mg2:{preset}", name=f"graph:{preset}")
+
+
 def parse_methods(spec: str) -> list[str]:
-    """``"bm25,dense,graph:default"`` -> method names; ``graph`` means ``graph:default``, ``graph:all`` every preset."""
+    """``"bm25,dense,graph:default,mkg"`` -> method names.
+
+    ``graph`` means ``graph:default``, ``graph:all`` every MG2-RAG preset; a strategy is ``name`` (its
+    default preset) or ``name:preset``, and ``name:all`` expands to each of its presets.
+    """
     names: list[str] = []
     for raw in (s.strip() for s in spec.split(",")):
         if not raw:
@@ -128,10 +143,22 @@ def parse_methods(spec: str) -> list[str]:
         if raw == "graph:all":
             names += [f"graph:{p}" for p in PRESETS]
             continue
-        if raw not in ("bm25", "dense") and not (raw.startswith("graph:") and raw[6:] in PRESETS):
-            raise ValueError(f"unknown method {raw!r}; use bm25, dense, graph:all or graph:<preset> with a preset in "
-                             f"{sorted(PRESETS)}")  # fmt: skip
-        names.append(raw)
+        if raw in ("bm25", "dense") or (raw.startswith("graph:") and raw[6:] in PRESETS):
+            names.append(raw)
+            continue
+        strategy, preset = parse_spec(raw)
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown method {raw!r}; use bm25, dense, graph:all, graph:<preset> with a preset in "
+                f"{sorted(PRESETS)}, or a strategy in {sorted(STRATEGIES)} as NAME or NAME:PRESET"
+            )
+        presets = STRATEGIES[strategy].presets
+        if preset == "all":
+            names += [f"{strategy}:{p}" for p in presets]
+        elif preset is None or preset in presets:
+            names.append(raw)
+        else:
+            raise ValueError(f"unknown preset {preset!r} for strategy {strategy}; choose one of {sorted(presets)}")
     if not names:
         raise ValueError("no methods given")
     return list(dict.fromkeys(names))
@@ -144,8 +171,10 @@ def make_methods(index: Index, names: Sequence[str]) -> list[Method]:
             out.append(BM25Method(index))
         elif name == "dense":
             out.append(DenseMethod(index))
-        else:
+        elif name.startswith("graph:"):
             out.append(GraphMethod(index, name.split(":", 1)[1]))
+        else:
+            out.append(StrategyMethod(index, name))
     return out
 
 

@@ -85,16 +85,20 @@ def _rate(x: float) -> str:
     return f"{x:.2g}" if x < 1 else f"{x:,.1f}"
 
 
+BASELINES = ("bm25", "dense")
+
+
 def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
-    """Each graph method against each baseline, question by question, with the questions the graph loses."""
-    graphs = [m for m in r.methods if m.startswith("graph:")]
-    baselines = [m for m in r.methods if not m.startswith("graph:")]
+    """Each strategy (graph presets, mKG-RAG, ...) against each baseline (BM25, dense), question by question,
+    with the questions the best strategy loses."""
+    graphs = [m for m in r.methods if m not in BASELINES]
+    baselines = [m for m in r.methods if m in BASELINES]
     if not graphs or not baselines:
         return []
     scope = "document" if "document" in r.scopes else "corpus"
     graph = max(graphs, key=lambda g: r.summary[scope][g][metric])  # the preset a user would pick here
     out = ["", f"## Question by question: {metric} ({scope} scope)", "",
-           "Wins / ties / losses of each graph preset against each baseline on the same questions.", ""]  # fmt: skip
+           "Wins / ties / losses of each strategy against each baseline on the same questions.", ""]  # fmt: skip
     rows = []
     for g in graphs:
         for b in baselines:
@@ -105,7 +109,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
                     d = res[g]["metrics"][metric] - res[b]["metrics"][metric]
                     win, tie, loss = win + (d > 0), tie + (d == 0), loss + (d < 0)
             rows.append([g, b, str(win), str(tie), str(loss)])
-    out.append(_table(["graph", "baseline", "wins", "ties", "losses"], rows, text_columns=2))
+    out.append(_table(["strategy", "baseline", "wins", "ties", "losses"], rows, text_columns=2))
     lost = []
     for q in r.questions:
         res = q["results"].get(scope, {})
@@ -116,7 +120,7 @@ def head_to_head(r: EvalReport, metric: str, limit: int = 8) -> list[str]:
         if better:
             lost.append((q, better))
     if lost:
-        out += ["", f"Questions where `{graph}` (the best graph preset here) loses to a baseline "
+        out += ["", f"Questions where `{graph}` (the best strategy here) loses to a baseline "
                 f"({len(lost)}; first {min(limit, len(lost))}). *Linked* is what the query linked to (seeded), "
                 "*missed* the relevant units not in the top k; "
                 "`results.json` has every ranking.", ""]  # fmt: skip

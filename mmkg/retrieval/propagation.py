@@ -1,4 +1,4 @@
-"""MG2-RAG multi-granularity graph retrieval (section 3.2, appendix A.3).
+"""MG2-RAG propagation math (section 3.2, appendix A.3): activations, seed fusion, top-k.
 
 1. Dense scores of the text and/or image query against chunks, sentences, images and objects;
    only each granularity's top-k are kept (the seed activations).
@@ -12,118 +12,19 @@
 
 Everything here is numpy/scipy on arrays whose order is the graph's node order
 (chunks, then images, then entities), so it is independent of where the vectors live.
+The strategy that runs it (and its presets) is ``mmkg.retrieval.mg2``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-
-@dataclass(frozen=True)
-class TopK:
-    chunk: int
-    sentence: int
-    image: int
-    object: int
-
-
-@dataclass(frozen=True)
-class Preset:
-    """Retrieval hyperparameters; Table 5 of the paper gives the dataset presets."""
-
-    alpha: float  # damping: share of relevance that propagates along edges
-    omega_c: float  # chunk node weight ω_C
-    omega_i: float  # image node weight ω_I
-    lambda_t: float  # text-query fusion weight λ_t
-    lambda_v: float  # image-query fusion weight λ_v
-    text_topk: TopK
-    visual_topk: TopK
-    seed_top_k: int | None = None  # keep only the strongest seeds of r0 (None: every activated node)
-    entity_seed_weight: float = 0.0  # share of r0 on entities the query names (0: dense seeds only, as the paper)
-    lexical_seed_weight: float = 0.0  # share of r0 on the BM25 top chunks (0: none, as the paper)
-    lexical_top_k: int = 10  # how many BM25 chunks seed
-    entity_chunk_share: float = 0.0  # share of a linked entity's mass moved onto its chunks, by query similarity
-    entity_chunk_temperature: float = 0.05  # softmax temperature over those chunks' cosines
-    # weight of the pictures that *are* the query picture (same bytes or perceptual hash) and the chunks that
-    # show them, relative to the other channels; 0: the paper's r0 (an image query seeds by similarity only)
-    same_picture_weight: float = 0.0
-    eps: float = 1e-6
-
-    def __post_init__(self) -> None:
-        if min(self.entity_seed_weight, self.lexical_seed_weight) < 0 or (
-            self.entity_seed_weight + self.lexical_seed_weight > 1
-        ):
-            raise ValueError(
-                "entity_seed_weight and lexical_seed_weight must be >= 0 and sum to at most 1 (the dense seeds get "
-                f"the rest); got {self.entity_seed_weight} and {self.lexical_seed_weight}"
-            )
-        if not 0 <= self.same_picture_weight <= 1:
-            raise ValueError(f"same_picture_weight must be in [0, 1]; got {self.same_picture_weight}")
-
-    def override(self, **changes: Any) -> Preset:
-        """A copy with some parameters changed; unknown names are an error, not ignored."""
-        names = {f.name for f in fields(self)}
-        tk = {k: v for k, v in changes.items() if k.startswith(("text_topk_", "visual_topk_"))}
-        plain = {k: v for k, v in changes.items() if k not in tk}
-        unknown = sorted(set(plain) - names)
-        if unknown:
-            raise ValueError(
-                f"unknown retrieval parameter(s) {unknown}; known: {sorted(names)} and text_topk_<g>, visual_topk_<g>"
-            )
-        out = replace(self, **plain)
-        for k, v in tk.items():
-            group, _, gran = k.partition("_topk_")
-            attr = f"{group}_topk"
-            out = replace(out, **{attr: replace(getattr(out, attr), **{gran: int(v)})})
-        return out
-
-
-PRESETS: dict[str, Preset] = {
-    # Table 5, columns E-VQA, InfoSeek, ScienceQA, CrisisMMD Task-BC, Task-MC.
-    "evqa": Preset(0.20, 0.8, 1.6, 0.1, 1.0, TopK(60, 3, 2, 3), TopK(200, 70, 2, 5)),
-    "infoseek": Preset(0.15, 1.2, 0.5, 0.1, 1.0, TopK(200, 3, 2, 3), TopK(200, 60, 1, 5)),
-    "scienceqa": Preset(0.85, 0.05, 1.0, 1.0, 1.0, TopK(4, 10, 10, 10), TopK(10, 10, 20, 10)),
-    "crisis_bc": Preset(0.85, 0.2, 1.0, 1.0, 0.5, TopK(7, 5, 5, 5), TopK(3, 1, 1, 1)),
-    "crisis_mc": Preset(0.70, 1.0, 1.0, 1.0, 1.0, TopK(12, 2, 3, 2), TopK(12, 3, 5, 3)),
-    # Entity-centric and multi-hop QA: r0 on the chunks of the entities the query names, picked by query
-    # similarity; dense seeds as the tie-breaker; moderate propagation (tuned on 2Wiki dev, benchmarks/RESULTS.md).
-    "default": Preset(
-        0.5,
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        TopK(20, 20, 5, 5),
-        TopK(10, 10, 10, 10),
-        entity_seed_weight=0.98,
-        entity_chunk_share=1.0,
-        entity_chunk_temperature=0.1,
-        same_picture_weight=0.9,
-    ),
-    # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
-    # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev).
-    "longdoc": Preset(
-        0.5,
-        1.0,
-        1.0,
-        1.0,
-        1.0,
-        TopK(20, 20, 5, 5),
-        TopK(10, 10, 10, 10),
-        lexical_seed_weight=0.5,
-        same_picture_weight=0.9,
-    ),
-}
-
-
-def get_preset(name: str, **overrides: Any) -> Preset:
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
-    return PRESETS[name].override(**overrides) if overrides else PRESETS[name]
+if TYPE_CHECKING:
+    from mmkg.retrieval.mg2 import Preset
 
 
 def keep_top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) -> np.ndarray:
@@ -208,14 +109,3 @@ def seed_distribution(
         raise ValueError("the query activated no seed node (no positive similarity within the top-k)")
     weight = sum(w for w, _ in weighted)
     return np.sum([w / weight * v for w, v in weighted], axis=0)
-
-
-@dataclass
-class Ranking:
-    """Scores of every node after propagation plus what seeded them, for evidence reporting."""
-
-    scores: np.ndarray
-    r0: np.ndarray
-    text: Granular | None = None
-    visual: Granular | None = None
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,52 @@
+"""Retrieval strategies over one published index, one module each, selectable per query.
+
+- ``base``: the ``Query``, strict ``Params`` and the ``Strategy`` protocol;
+- ``results``: what every strategy returns (chunks plus graph evidence);
+- ``propagation``: MG2-RAG's activation and seed math; ``mg2``: the backbone and its presets;
+- ``mkg``: mKG-RAG dual-stage retrieval;
+- ``registry``: the names a query can use. A new strategy is one module plus one line there.
+"""
+
+from mmkg.retrieval.base import Filters, Params, Query, Strategy
+from mmkg.retrieval.mg2 import PRESETS, Preset, TopK, get_preset
+from mmkg.retrieval.propagation import Granular, activation, keep_top_k, mean_pool, seed_distribution
+from mmkg.retrieval.registry import DEFAULT_STRATEGY, STRATEGIES, describe, get_strategy, parse_spec
+from mmkg.retrieval.results import (
+    EntityHit,
+    ImageHit,
+    ImageOccurrence,
+    ObjectHit,
+    RelationHit,
+    RetrievalResult,
+    RetrievedChunk,
+    SentenceHit,
+)
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "PRESETS",
+    "STRATEGIES",
+    "EntityHit",
+    "Filters",
+    "Granular",
+    "ImageHit",
+    "ImageOccurrence",
+    "ObjectHit",
+    "Params",
+    "Preset",
+    "Query",
+    "RelationHit",
+    "RetrievalResult",
+    "RetrievedChunk",
+    "SentenceHit",
+    "Strategy",
+    "TopK",
+    "activation",
+    "describe",
+    "get_preset",
+    "get_strategy",
+    "keep_top_k",
+    "mean_pool",
+    "parse_spec",
+    "seed_distribution",
+]

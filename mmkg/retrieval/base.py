@@ -1,0 +1,122 @@
+"""What every retrieval strategy shares: the query, strict parameters, and the ``Strategy`` protocol.
+
+A strategy reads one published index through its data-access methods (``mmkg.index.Index``) and
+returns a ``RetrievalResult``: ranked chunks plus the graph evidence it selected. Its parameters are
+a frozen dataclass derived from ``Params``: ``override`` returns a changed copy and refuses names
+it does not know, so a typo is an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Self
+
+if TYPE_CHECKING:
+    from mmkg.index.reader import Index
+    from mmkg.retrieval.results import RetrievalResult
+
+Filters = dict[str, str | Sequence[str]] | None
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a user asks: text and/or an image now; audio and video are reserved for time-based media.
+
+    A strategy says which modalities it answers (``Strategy.modalities``); asking it for another is an
+    error that names the strategies that can.
+    """
+
+    text: str | None = None
+    image: Path | None = None
+    audio: Path | None = None
+    video: Path | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("image", "audio", "video"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, name, Path(value))
+        if not self.modalities:
+            raise ValueError("a query needs text, an image, audio or video")
+
+    @property
+    def modalities(self) -> frozenset[str]:
+        return frozenset(m for m in ("text", "image", "audio", "video") if getattr(self, m) is not None)
+
+
+def _coerce(value: Any, annotation: Any, name: str) -> Any:
+    """A value given as a string on the command line, converted to the field's declared type."""
+    if not isinstance(value, str):
+        return value
+    hint = annotation
+    if isinstance(hint, str):
+        hint = {"int": int, "float": float, "bool": bool, "str": str, "int | None": int | None}.get(hint, hint)
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else ()
+    if args and type(None) in args:
+        if value.lower() in ("none", "null", ""):
+            return None
+        hint = next(a for a in args if a is not type(None))
+    try:
+        if hint is bool:
+            if value.lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(value)
+        if hint in (int, float):
+            return hint(value)
+    except ValueError as exc:
+        raise ValueError(f"parameter {name}: {value!r} is not a {getattr(hint, '__name__', hint)}") from exc
+    return value
+
+
+@dataclass(frozen=True)
+class Params:
+    """Base of every strategy's parameters: a frozen dataclass whose fields document themselves.
+
+    Give each field ``metadata={"doc": "..."}`` (see ``param``); ``describe`` lists them for the CLI.
+    """
+
+    def override(self, **changes: Any) -> Self:
+        """A copy with some parameters changed; unknown names are an error that lists the known ones."""
+        known = {f.name: f for f in fields(self)}
+        unknown = sorted(set(changes) - set(known))
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown} for {type(self).__name__}; known: {sorted(known)}")
+        typed = {k: _coerce(v, known[k].type, k) for k, v in changes.items()}
+        return replace(self, **typed)
+
+    @classmethod
+    def describe(cls, defaults: Params | None = None) -> list[tuple[str, str, Any, str]]:
+        """``(name, type, default, what it does)`` for every parameter."""
+        out = []
+        for f in fields(cls):
+            if defaults is not None:
+                default = getattr(defaults, f.name)
+            else:
+                default = f.default if f.default is not MISSING else None
+            out.append((f.name, str(f.type), default, f.metadata.get("doc", "")))
+        return out
+
+
+def param(default: Any, doc: str) -> Any:
+    """A dataclass field with its documentation (shown by ``mmkg strategies``); ``MISSING``: required."""
+    return field(default=default, metadata={"doc": doc})
+
+
+class Strategy(Protocol):
+    """One retrieval method over the shared index: ``retrieve(index, query, k, filters) -> RetrievalResult``.
+
+    Implementations are plain classes holding their ``params``; ``registry.py`` names them.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]  # one line: what it does, shown by ``mmkg strategies``
+    modalities: ClassVar[frozenset[str]]  # query modalities it answers
+    params: Params
+
+    def retrieve(self, index: Index, query: Query, k: int, filters: Filters = None) -> RetrievalResult: ...

@@ -1,0 +1,60 @@
+"""The strategies a query can name. A new strategy is one module plus one line in ``STRATEGIES``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmkg.retrieval.base import Params, Strategy
+from mmkg.retrieval.mg2 import MG2
+from mmkg.retrieval.mkg import MKG
+
+#: name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``, ``retrieve``)
+STRATEGIES: dict[str, type] = {
+    MG2.name: MG2,
+    MKG.name: MKG,
+}
+
+DEFAULT_STRATEGY = MG2.name
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """``"mg2:longdoc"`` -> ``("mg2", "longdoc")``; ``"mkg"`` -> ``("mkg", None)``."""
+    name, _, preset = spec.partition(":")
+    return name.strip(), (preset.strip() or None)
+
+
+def get_strategy(spec: str | None = None, preset: str | None = None, **overrides: Any) -> Strategy:
+    """A strategy instance from ``name[:preset]`` and parameter overrides; unknown names list the valid ones."""
+    name, from_spec = parse_spec(spec or DEFAULT_STRATEGY)
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown strategy {name!r}; choose one of {sorted(STRATEGIES)} (mmkg strategies lists them)")
+    cls = STRATEGIES[name]
+    if from_spec and preset and from_spec != preset:
+        raise ValueError(f"two presets given for {name}: {from_spec!r} and {preset!r}")
+    chosen = from_spec or preset or cls.default_preset
+    if chosen not in cls.presets:
+        raise ValueError(f"unknown preset {chosen!r} for strategy {name}; choose one of {sorted(cls.presets)}")
+    params: Params = cls.presets[chosen]
+    if overrides:
+        params = params.override(**overrides)
+    return cls(params, preset=chosen)
+
+
+def describe() -> list[dict[str, Any]]:
+    """Every strategy with its summary, modalities, presets and parameters (defaults of its default preset)."""
+    out = []
+    for name, cls in STRATEGIES.items():
+        default = cls.presets[cls.default_preset]
+        out.append(
+            {
+                "name": name,
+                "summary": cls.summary,
+                "modalities": sorted(cls.modalities),
+                "presets": list(cls.presets),
+                "default_preset": cls.default_preset,
+                "params": [
+                    {"name": n, "type": t, "default": d, "doc": doc} for n, t, d, doc in type(default).describe(default)
+                ],
+            }
+        )
+    return out
