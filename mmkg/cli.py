@@ -126,6 +126,80 @@ def query(
 
 
 @app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    image: Annotated[Path | None, typer.Option("--image", help="A picture the question is about.")] = None,
+    strategy: Annotated[str, typer.Option("--strategy", help="Retrieval strategy, NAME[:PRESET].")] = "mg2",
+    param: Annotated[list[str] | None, typer.Option("--param", help="Strategy parameter NAME=VALUE.")] = None,
+    backend: Annotated[
+        str, typer.Option("--backend", help="extractive (default, no model), openai, llamacpp or transformers.")
+    ] = "extractive",
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (openai) or local path (llamacpp: .gguf; transformers).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (default: $MMKG_LLM_BASE_URL).")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Prompt: qa, vqa, mkg_graph, mg2_reasoning, ... or a template file.")
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="Chunks to retrieve.")] = 8,
+    budget: Annotated[int, typer.Option("--budget", help="Tokens of evidence in the prompt.")] = 1500,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Longest answer, in tokens.")] = 512,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the openai backend.")] = 60.0,
+    stream: Annotated[bool, typer.Option("--stream", help="Print the answer as it is written.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole Answer as JSON.")] = False,
+    index: IndexPath = None,
+) -> None:
+    """Answer a question from the index's evidence, with citations (document, page, picture region)."""
+    from mmkg.generation import GenerationError, answer, answer_stream, get_generator, load_template
+    from mmkg.retrieval import get_strategy
+
+    try:
+        overrides = _params(param)
+        get_strategy(strategy, None, **overrides)
+        if task is not None:
+            load_template(task)
+        options = {"base_url": base_url, "timeout": timeout} if backend == "openai" else {}
+        gen = get_generator(backend, model, **options)
+    except (ValueError, GenerationError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if image is not None and not image.is_file():
+        console.print(f"[red]error:[/] image {image} not found")
+        raise typer.Exit(2)
+    idx = _open(index, None)
+    kwargs = dict(image=image, strategy=strategy, task=task, k=k, budget=budget, max_tokens=max_tokens, **overrides)
+    try:
+        if stream and not as_json:
+            result = None
+            for piece in answer_stream(idx, question, gen, **kwargs):
+                if isinstance(piece, str):
+                    print(piece, end="", flush=True)
+                else:
+                    result = piece
+            print()
+        else:
+            result = answer(idx, question, gen, **kwargs)
+    except (ValueError, GenerationError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    assert result is not None
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
+        return
+    if not stream:
+        console.print(result.text)
+    console.print(f"\n[dim]{result.backend} ({result.model}), task {result.task}, strategy {result.strategy}, "
+                  f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.latency_ms}[/]")  # fmt: skip
+    for c in result.citations:
+        where = c.source_path + (f" p.{c.page}" if c.page else "")
+        console.print(f"[bold][{c.label}][/] {c.title}  [dim]{where}[/]")
+    if result.invalid_citations:
+        console.print(f"[yellow]{result.invalid_citations} citation(s) named no evidence shown; dropped[/]")
+
+
+@app.command()
 def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
     """The retrieval strategies a query can use: what each does, its presets, parameters and defaults."""
     from mmkg.retrieval import describe

@@ -6,6 +6,7 @@ import signal
 import socket
 import string
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -131,3 +132,48 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 30) -> None:
         proc.wait(timeout=10)
     except ProcessLookupError:
         pass
+
+
+# -- a small hand-written corpus, indexed once per session through the real Dagster assets ------------
+
+DOCS = {
+    "art/blue_harbour.md": "# The Blue Harbour\n\nThe Blue Harbour is an oil painting of fishing boats at dawn. "
+    "Margit Holm painted The Blue Harbour in 1921. The painting hangs in the National Museum.\n",
+    "art/margit_holm.md": "# Margit Holm\n\nMargit Holm was born in Uppsala in 1890. She studied at the Royal Academy "
+    "in Stockholm and taught drawing for thirty years.\n",
+    "art/erik_sand.md": "# Erik Sand\n\nErik Sand was born in Malmo in 1885. He was a sculptor who worked in bronze "
+    "and marble.\n",
+    "art/red_mill.md": "# The Red Mill\n\nThe Red Mill is a watercolour of a windmill. Erik Sand painted The Red Mill "
+    "in 1910.\n",
+    "other/lakes.md": "# Swedish lakes\n\nVanern is the largest lake in Sweden. Vattern is the second largest lake, "
+    "and its water is very clear.\n",
+}
+
+
+@dataclass
+class ArtCorpus:
+    """The hand-written corpus folder and the data root its index was built into."""
+
+    corpus: Path
+    data: Path
+
+
+@pytest.fixture(scope="session")
+def art(tmp_path_factory: pytest.TempPathFactory) -> ArtCorpus:
+    corpus = tmp_path_factory.mktemp("art-corpus")
+    for rel, text in DOCS.items():
+        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / rel).write_text(text)
+    data = tmp_path_factory.mktemp("art-data")
+    from dagster import DagsterInstance
+    from indexing import build
+
+    build(corpus, data, DagsterInstance.ephemeral())
+    return ArtCorpus(corpus, data)
+
+
+@pytest.fixture(scope="session")
+def art_index(art: ArtCorpus):
+    from mmkg.index import Index
+
+    return Index.open(art.data / "index")

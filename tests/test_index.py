@@ -218,3 +218,14 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
         res = idx.retrieve(**query, k=5, preset=case["preset"])
         assert [c.chunk_id for c in res.chunks] == [w[0] for w in case["chunks"]], case
         assert [c.score for c in res.chunks] == pytest.approx([w[1] for w in case["chunks"]], abs=1e-4), case
+
+
+def test_extractive_answer_to_the_sample_question_cites_its_passage(built: Built):
+    from mmkg.generation import ExtractiveGenerator, answer
+
+    idx = Index.open(built.data / "index")
+    q = json.loads((built.corpus / "questions.json").read_text())[0]  # the quick start's question
+    a = answer(idx, q["question"], ExtractiveGenerator())
+    assert a.citations and a.citations[0].title == q["supporting_titles"][0]
+    assert "STS-93" in a.text and "Chandra" in a.text  # the answer: "STS-93; the Chandra X-ray Observatory"
+    assert a.text.startswith("Extractive answer") and a.invalid_citations == 0

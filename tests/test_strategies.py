@@ -9,12 +9,10 @@ linked by the triple ⟨Margit Holm, paint, The Blue Harbour⟩).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from dagster import DagsterInstance
-from indexing import build
+from conftest import ArtCorpus
 from typer.testing import CliRunner
 
 from mmkg.cli import app
@@ -23,41 +21,12 @@ from mmkg.index import Index
 from mmkg.retrieval import STRATEGIES, Query, describe, get_strategy
 from mmkg.retrieval.mkg import MKGParams
 
-DOCS = {
-    "art/blue_harbour.md": "# The Blue Harbour\n\nThe Blue Harbour is an oil painting of fishing boats at dawn. "
-    "Margit Holm painted The Blue Harbour in 1921. The painting hangs in the National Museum.\n",
-    "art/margit_holm.md": "# Margit Holm\n\nMargit Holm was born in Uppsala in 1890. She studied at the Royal Academy "
-    "in Stockholm and taught drawing for thirty years.\n",
-    "art/erik_sand.md": "# Erik Sand\n\nErik Sand was born in Malmo in 1885. He was a sculptor who worked in bronze "
-    "and marble.\n",
-    "art/red_mill.md": "# The Red Mill\n\nThe Red Mill is a watercolour of a windmill. Erik Sand painted The Red Mill "
-    "in 1910.\n",
-    "other/lakes.md": "# Swedish lakes\n\nVanern is the largest lake in Sweden. Vattern is the second largest lake, "
-    "and its water is very clear.\n",
-}
 QUESTION = "Where was the painter of The Blue Harbour born?"
 
 
-@dataclass
-class Built:
-    corpus: Path
-    data: Path
-
-
-@pytest.fixture(scope="module")
-def art(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    corpus = tmp_path_factory.mktemp("art-corpus")
-    for rel, text in DOCS.items():
-        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
-        (corpus / rel).write_text(text)
-    data = tmp_path_factory.mktemp("art-data")
-    build(corpus, data, DagsterInstance.ephemeral())
-    return Built(corpus, data)
-
-
-@pytest.fixture(scope="module")
-def idx(art: Built) -> Index:
-    return Index.open(art.data / "index")
+@pytest.fixture
+def idx(art_index: Index) -> Index:
+    return art_index
 
 
 def _chunk(idx: Index, res, source: str):
@@ -177,7 +146,7 @@ def test_mg2_results_carry_graph_evidence(idx: Index):
 # -- interfaces ---------------------------------------------------------------------------------------
 
 
-def test_cli_lists_strategies_and_queries_with_one(art: Built):
+def test_cli_lists_strategies_and_queries_with_one(art: ArtCorpus):
     runner = CliRunner()
     out = runner.invoke(app, ["strategies"])
     assert out.exit_code == 0, out.output

@@ -1,0 +1,62 @@
+"""Grounded generation: any strategy's result becomes a prompt, a backend writes the answer, citations point at
+the evidence it used.
+
+- ``base``: ``GenerationRequest``, ``Generation``, the ``Generator`` protocol;
+- ``context``: numbered evidence within a token budget, and citations parsed back;
+- ``prompts/`` + ``prompts.py``: task templates as editable files (``--task``);
+- backends: ``extractive`` (offline default, no model), ``openai`` (any OpenAI-compatible endpoint),
+  ``llamacpp`` (a GGUF in process), ``transformers`` (a local Hugging Face model);
+- ``answer``: the ``Answer`` object and ``answer(index, question, generator)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mmkg.generation.answer import Answer, Citation, answer, answer_stream, prepare
+from mmkg.generation.base import Evidence, Generation, GenerationError, GenerationRequest, Generator
+from mmkg.generation.context import Context, build_context, cited_labels
+from mmkg.generation.extractive import ExtractiveGenerator
+from mmkg.generation.prompts import load_template, tasks
+
+BACKENDS = ("extractive", "openai", "llamacpp", "transformers")
+
+
+def get_generator(backend: str = "extractive", model: str | None = None, **options: Any) -> Generator:
+    """A backend by name; ``model`` is a model name (openai), a .gguf path (llamacpp) or a folder (transformers)."""
+    if backend == "extractive":
+        return ExtractiveGenerator()
+    if backend == "openai":
+        from mmkg.generation.openai_backend import OpenAIGenerator
+
+        return OpenAIGenerator(model=model, **options)
+    if backend in ("llamacpp", "transformers"):
+        if not model:
+            raise GenerationError(f"the {backend} backend needs --model (a local path)")
+        from mmkg.generation.local import LlamaCppGenerator, TransformersGenerator
+
+        cls: Any = LlamaCppGenerator if backend == "llamacpp" else TransformersGenerator
+        return cls(model, **options)
+    raise GenerationError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
+
+
+__all__ = [
+    "BACKENDS",
+    "Answer",
+    "Citation",
+    "Context",
+    "Evidence",
+    "ExtractiveGenerator",
+    "Generation",
+    "GenerationError",
+    "GenerationRequest",
+    "Generator",
+    "answer",
+    "answer_stream",
+    "build_context",
+    "cited_labels",
+    "get_generator",
+    "load_template",
+    "prepare",
+    "tasks",
+]

@@ -1,0 +1,162 @@
+"""Grounded answers: retrieve with any strategy, build the context, prompt a backend, keep the citations it used.
+
+``answer(index, question)`` is the whole path; the ``Answer`` carries the text, the citations (chunk,
+document, page, pictures and object regions, time span) that the text actually uses, the context the
+model was shown, the backend and model, token counts and latency. A citation can only point at
+evidence that was in the context: markers naming anything else are dropped and counted.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
+from mmkg.generation.context import Context, build_context, cited_labels
+from mmkg.generation.prompts import load_template
+from mmkg.retrieval.results import RetrievalResult
+
+#: the task a strategy's results read best with, when none is given
+DEFAULT_TASKS = {"mkg": "mkg_graph", "m3kg": "m3kg_triples"}
+
+
+@dataclass(frozen=True)
+class Citation:
+    label: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    source_path: str
+    page: int | None
+    image_ids: tuple[str, ...] = ()
+    objects: tuple[tuple[str, str, tuple[float, float, float, float] | None], ...] = ()
+    time_span: tuple[float, float] | None = None
+
+    @classmethod
+    def of(cls, ev: Evidence) -> Citation:
+        return cls(ev.label, ev.chunk_id, ev.doc_id, ev.title, ev.source_path, ev.page, ev.image_ids, ev.objects,
+                   ev.time_span)  # fmt: skip
+
+
+@dataclass
+class Answer:
+    question: str
+    text: str
+    citations: list[Citation]
+    backend: str
+    model: str
+    task: str
+    strategy: str
+    extractive: bool
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: dict[str, float]
+    context: str  # the evidence as the model was shown it
+    system_prompt: str
+    user_prompt: str
+    index_version: str
+    invalid_citations: int = 0  # markers in the text that named no evidence shown (dropped)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def prepare(
+    result: RetrievalResult,
+    question: str,
+    task: str | Path | None = None,
+    budget: int = 1500,
+    generator: Generator | None = None,
+    image: Path | None = None,
+    max_tokens: int = 512,
+) -> tuple[GenerationRequest, Context, str]:
+    """The request a backend gets for ``result``: the task's prompt filled with evidence within ``budget`` tokens."""
+    task = task or DEFAULT_TASKS.get(result.strategy, "vqa" if image is not None else "qa")
+    template = load_template(task)
+    count = generator.count_tokens if generator is not None else None
+    ctx = build_context(result, budget, count) if count else build_context(result, budget)
+    note = "The question is about the attached picture.\n" if image is not None else ""
+    system, user = template.render(
+        question=question, context=ctx.text or "(no evidence was retrieved)", graph=ctx.graph or "(none)",
+        triples=ctx.triples or "(none)", image_note=note,
+    )  # fmt: skip
+    request = GenerationRequest(system, user, question, tuple(ctx.evidence), (image,) if image else (), max_tokens)
+    return request, ctx, template.name
+
+
+def _answer(
+    result: RetrievalResult,
+    question: str,
+    text: str,
+    gen: Generation,
+    ctx: Context,
+    request: GenerationRequest,
+    task: str,
+) -> Answer:
+    labels = cited_labels(text, ctx)
+    if gen.extractive and not labels:
+        labels = list(gen.used)
+    shown = {e.label: e for e in ctx.evidence}
+    raw = [int(x) for x in re.findall(r"\[(\d+)\]", text)]
+    return Answer(
+        question=question, text=text, citations=[Citation.of(shown[n]) for n in labels], backend=gen.backend,
+        model=gen.model, task=task, strategy=result.strategy, extractive=gen.extractive,
+        prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
+        latency_ms={"retrieve": result.timings_ms.get("total", 0.0), "generate": round(gen.latency_ms, 2)},
+        context=ctx.text, system_prompt=request.system, user_prompt=request.user, index_version=result.version,
+        invalid_citations=sum(1 for n in raw if n not in shown), notes=[*result.notes, *ctx.notes],
+    )  # fmt: skip
+
+
+def answer(
+    index: Any,
+    question: str,
+    generator: Generator,
+    image: Path | None = None,
+    strategy: str | None = None,
+    task: str | Path | None = None,
+    k: int = 8,
+    budget: int = 1500,
+    filters: dict | None = None,
+    max_tokens: int = 512,
+    **params: Any,
+) -> Answer:
+    """Retrieve with ``strategy``, then answer with ``generator`` from that evidence, citing it."""
+    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
+    gen = generator.generate(request)
+    return _answer(result, question, gen.text, gen, ctx, request, task_name)
+
+
+def answer_stream(
+    index: Any,
+    question: str,
+    generator: Generator,
+    image: Path | None = None,
+    strategy: str | None = None,
+    task: str | Path | None = None,
+    k: int = 8,
+    budget: int = 1500,
+    filters: dict | None = None,
+    max_tokens: int = 512,
+    **params: Any,
+) -> Iterator[str | Answer]:
+    """Like ``answer``, yielding the text as it is generated and the ``Answer`` last."""
+    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
+    t0 = time.perf_counter()
+    pieces = []
+    for piece in generator.stream(request):
+        pieces.append(piece)
+        yield piece
+    text = "".join(pieces)
+    gen = Generation(text, generator.name, generator.model, approx_tokens(request.system + request.user),
+                     approx_tokens(text), (time.perf_counter() - t0) * 1e3, generator.name == "extractive")  # fmt: skip
+    if gen.extractive:
+        gen.used = cited_labels(text, ctx)
+    yield _answer(result, question, text, gen, ctx, request, task_name)

@@ -1,0 +1,94 @@
+"""The offline default backend: no model; the answer is the evidence sentence(s) that best answer the question.
+
+Each sentence of the evidence is scored by its retrieval score (cosine to the question, from the
+strategy's result; a sentence with none counts 0) plus the share of the question's content words it
+contains; the best one (and a
+second when it adds words of the question the first lacks) is the answer, cited by the evidence
+number it came from and labelled as extractive, so nobody mistakes it for a written answer.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+from mmkg.generation.base import Generation, GenerationRequest, approx_tokens
+
+_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+MIN_WORDS = 4
+PREFIX = "Extractive answer (copied from the evidence, no language model): "
+
+
+def _stopwords() -> frozenset[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy's English list, already a dependency
+
+    return frozenset(STOP_WORDS)
+
+
+STOPWORDS = _stopwords()
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words that are not stop words, cut to 5 characters so "deployed" meets "deploy" and
+    "missions" meets "mission" (a crude stem: enough to count shared words, no stemmer to load)."""
+    return {w.lower()[:5] for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
+
+
+class ExtractiveGenerator:
+    """Answers with the best evidence sentence(s); needs no model and never invents text."""
+
+    name = "extractive"
+    model = "none"
+
+    def __init__(self, max_sentences: int = 2):
+        self.max_sentences = max_sentences
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    def _pick(self, request: GenerationRequest) -> list[tuple[str, int]]:
+        wanted = content_words(request.question)
+        scored = []
+        for ev in request.evidence:
+            if ev.kind != "chunk":
+                continue
+            scored_hits = {t.strip()[:60]: sc for t, sc in ev.sentences}
+            parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", ev.text) if p.strip()]
+            candidates = {t.strip()[:60]: (t.strip(), sc) for t, sc in ev.sentences}
+            for part in parts:  # every sentence shown, scored by retrieval where the strategy scored it
+                candidates.setdefault(part[:60], (part, scored_hits.get(part[:60], 0.0)))
+            for text, score in candidates.values():
+                if text[:60] not in ev.text:
+                    continue  # a sentence the budget cut out of the context is not evidence that was shown
+                if len(_WORD.findall(text)) < MIN_WORDS:
+                    continue  # headings and fragments are no answer
+                words = content_words(text)
+                overlap = len(words & wanted) / len(wanted) if wanted else 0.0
+                scored.append((score + overlap, -ev.label, text, ev.label, words))
+        scored.sort(reverse=True)
+        picked: list[tuple[str, int]] = []
+        covered: set[str] = set()
+        for _, _, text, label, words in scored:
+            if not picked or (words & wanted) - covered:
+                picked.append((text, label))
+                covered |= words & wanted
+            if len(picked) >= self.max_sentences:
+                break
+        return picked
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        t0 = time.perf_counter()
+        picked = self._pick(request)
+        if not picked:
+            text = PREFIX + "the evidence holds no sentence to answer with."
+        else:
+            text = PREFIX + " ".join(f"{s} [{label}]" for s, label in picked)
+        return Generation(
+            text=text, backend=self.name, model=self.model, prompt_tokens=approx_tokens(request.user),
+            completion_tokens=approx_tokens(text), latency_ms=(time.perf_counter() - t0) * 1e3, extractive=True,
+            used=[label for _, label in picked],
+        )  # fmt: skip
+
+    def stream(self, request: GenerationRequest) -> Iterator[str]:
+        yield self.generate(request).text

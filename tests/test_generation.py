@@ -1,0 +1,228 @@
+"""Grounded generation: prompts, context within a token budget, citations, the extractive and openai backends.
+
+Runs on the hand-written corpus of ``conftest.art`` (indexed through the real Dagster assets) and on
+real HTTP: a closed port and a server that accepts and never answers, on localhost.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ArtCorpus
+from typer.testing import CliRunner
+
+from mmkg.cli import app
+from mmkg.generation import (
+    ExtractiveGenerator,
+    GenerationError,
+    answer,
+    build_context,
+    cited_labels,
+    get_generator,
+    load_template,
+    prepare,
+    tasks,
+)
+from mmkg.generation.base import approx_tokens
+from mmkg.index import Index
+
+BIRTH = "Where was Margit Holm born?"
+
+
+def test_every_bundled_task_loads_and_fills_its_placeholders(art_index: Index, tmp_path: Path):
+    assert {"qa", "vqa", "mg2_reasoning", "mg2_task_bc", "mg2_task_mc", "mkg_graph", "m3kg_triples"} <= set(tasks())
+    res = art_index.retrieve(text=BIRTH, k=3, strategy="mkg")
+    for task in tasks():
+        template = load_template(task)
+        assert template.system and "${" in template.user
+        request, _, name = prepare(res, BIRTH, task)
+        assert name == task and BIRTH in request.user and "${" not in request.system + request.user
+        assert "[1]" in request.user
+    assert "Option Letter only" in load_template("mg2_reasoning").system  # MG2-RAG Prompt 1, as the paper has it
+    with pytest.raises(ValueError, match=r"unknown task 'poem'; choose one of \['m3kg_triples'"):
+        load_template("poem")
+    mine = tmp_path / "terse.txt"
+    mine.write_text("# my own\n[System]\nBe terse.\n[User]\nQ: ${question}\n${context}\n")
+    system, user = load_template(mine).render(question="why?", context="[1] because")
+    assert system == "Be terse." and user == "Q: why?\n[1] because"
+
+
+@pytest.mark.parametrize("budget", [60, 150, 400, 2000])
+def test_context_respects_the_token_budget(art_index: Index, budget: int):
+    res = art_index.retrieve(text=BIRTH, k=5, strategy="mkg")
+    ctx = build_context(res, budget)
+    shown = ctx.text + ctx.graph
+    assert approx_tokens(ctx.text) + approx_tokens(ctx.graph) <= budget + 2 * len(ctx.evidence) + 2
+    assert ctx.tokens <= budget
+    labels = [e.label for e in ctx.evidence]
+    assert labels == list(range(1, len(labels) + 1))
+    for e in ctx.evidence:  # a chunk is shown whole or cut at a sentence end
+        assert f"[{e.label}] " in shown and e.text.rstrip()[-1] in ".!?"
+    if budget >= 2000:
+        assert len(ctx.evidence) == len(res.chunks) and not ctx.left_out
+    if budget <= 60:
+        assert ctx.left_out >= 1 and ctx.notes
+
+
+def test_citations_only_point_at_evidence_in_the_context(art_index: Index):
+    res = art_index.retrieve(text=BIRTH, k=5)
+    ctx = build_context(res, 120)
+    n = len(ctx.evidence)
+    assert n >= 1
+    text = f"Uppsala [1]. Also [{n + 5}] and [1, {n + 7}] and again [1]."
+    assert cited_labels(text, ctx) == [1]
+
+
+def test_extractive_answers_with_the_sentence_and_its_citation(art_index: Index):
+    for strategy in ("mg2", "mkg"):
+        a = answer(art_index, BIRTH, ExtractiveGenerator(), strategy=strategy, budget=800)
+        assert a.extractive and a.text.startswith("Extractive answer")
+        assert "born in Uppsala in 1890. [" in a.text
+        assert a.citations and a.citations[0].source_path == "art/margit_holm.md"
+        texts = dict(art_index.chunks.select("chunk_id", "text").iter_rows())
+        for c in a.citations:  # what a citation names was in the context the backend saw
+            assert f"[{c.label}] " in a.context and texts[c.chunk_id][:40] in a.context
+        assert a.invalid_citations == 0 and a.strategy == strategy
+
+
+# -- the openai backend on real sockets ----------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_openai_backend_server_down_is_a_clear_error_within_the_timeout(art_index: Index):
+    port = _free_port()  # nothing listens there
+    gen = get_generator("openai", "tiny", base_url=f"http://127.0.0.1:{port}/v1", timeout=5, max_retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(GenerationError, match=rf"cannot reach http://127.0.0.1:{port}/v1 .*is the server running"):
+        answer(art_index, BIRTH, gen)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_openai_backend_slow_server_times_out_with_a_clear_error(art_index: Index):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept_and_stay_silent() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+                held.append(conn)  # read nothing, answer nothing
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept_and_stay_silent, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/v1"
+        gen = get_generator("openai", "tiny", base_url=url, timeout=1.5, max_retries=0)
+        t0 = time.perf_counter()
+        with pytest.raises(GenerationError, match=r"did not answer within 2s"):
+            answer(art_index, BIRTH, gen)
+        assert 1.0 < time.perf_counter() - t0 < 6
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_backend_configuration_errors_name_the_fix():
+    with pytest.raises(GenerationError, match="needs a model name"):
+        get_generator("openai", None)
+    with pytest.raises(GenerationError, match=r"GGUF model /nope.gguf not found"):
+        get_generator("llamacpp", "/nope.gguf")
+    with pytest.raises(GenerationError, match=r"unknown backend 'gpt'"):
+        get_generator("gpt")
+
+
+def test_cli_ask(art: ArtCorpus):
+    index = str(art.data / "index")
+    out = CliRunner().invoke(app, ["ask", BIRTH, "--index", index, "--json"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    assert got["backend"] == "extractive" and got["citations"][0]["source_path"] == "art/margit_holm.md"
+    out = CliRunner().invoke(app, ["ask", BIRTH, "--index", index, "--stream"])
+    assert out.exit_code == 0 and "Uppsala" in out.output and "art/margit_holm.md" in out.output
+    for args, message in (
+        (["--backend", "gpt"], "unknown backend 'gpt'"),
+        (["--task", "poem"], "unknown task 'poem'"),
+        (["--strategy", "mkg", "--param", "hop=2"], "unknown parameter(s) ['hop']"),
+    ):
+        out = CliRunner().invoke(app, ["ask", BIRTH, "--index", index, *args])
+        assert out.exit_code == 2 and message in out.output, out.output
+
+
+# -- the transformers backend with a tiny random model written here (the real loading code, offline) ------
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    words = [
+        "the",
+        "a",
+        "of",
+        "in",
+        "was",
+        "born",
+        "where",
+        "who",
+        "painter",
+        "uppsala",
+        "holm",
+        "margit",
+        "evidence",
+        "question",
+        "answer",
+        "[1]",
+        "[2]",
+        ".",
+    ]
+    vocab = {tok: i for i, tok in enumerate(["<pad>", "<s>", "</s>", "<unk>", *words])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
+    )
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}assistant :{% endif %}"
+    )
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+    )  # fmt: skip
+    path = tmp_path_factory.mktemp("tiny-lm")
+    LlamaForCausalLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_transformers_backend_answers_through_the_real_loading_code(art_index: Index, tiny_lm: Path, no_network):
+    gen = get_generator("transformers", str(tiny_lm))
+    a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=6)
+    assert a.backend == "transformers" and a.model == tiny_lm.name and not a.extractive
+    assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 6  # a random model writes random words: the path
+    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 6)
+    assert "".join(gen.stream(request)).split() == gen.generate(request).text.split()  # greedy: the same words
+    with pytest.raises(GenerationError, match="cannot load the model"):
+        get_generator("transformers", str(tiny_lm / "missing"))
