@@ -239,6 +239,38 @@ MULTIMODAL_NODES = pl.Schema(
     }
 )
 
+CITATION = pl.Struct(
+    {
+        "label": I32,  # the evidence number the answer cites, [label]
+        "chunk_id": Str,
+        "doc_id": Str,
+        "source_path": Str,
+        "page": I32,
+        "image_ids": pl.List(Str),
+    }
+)
+
+ANSWERS = pl.Schema(
+    {
+        "question_id": Str,
+        "question": Str,
+        "answer": Str,
+        "citations": pl.List(CITATION),
+        "backend": Str,
+        "model": Str,
+        "task": Str,
+        "strategy": Str,
+        "extractive": pl.Boolean,  # copied from the evidence, not written by a model
+        "prompt_tokens": I32,
+        "completion_tokens": I32,
+        "retrieve_ms": F32,
+        "generate_ms": F32,
+        "invalid_citations": I32,  # markers that named no evidence shown (dropped)
+        "index_version": Str,
+        "error": Str,  # why this question has no answer ("" when it has one)
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
     "documents": DOCUMENTS,
     "images": IMAGES,
@@ -255,7 +287,11 @@ TABLES: dict[str, pl.Schema] = {
     "objects": OBJECTS,
     "grounding_failures": GROUNDING_FAILURES,
     "multimodal_nodes": MULTIMODAL_NODES,
+    "answers": ANSWERS,
 }
+
+#: tables written once for the whole index (all others are written per corpus partition)
+GLOBAL_TABLES = ("entity_catalog", "answers")
 
 
 class SchemaError(ValueError):

@@ -6,7 +6,7 @@ from dagster import Definitions, load_asset_checks_from_modules, load_assets_fro
 
 from assets import ASSET_MODULES, checks
 from pipelines.executors import executor_from_env
-from pipelines.jobs import catalog_job, partition_job, publish_job, reindex_job
+from pipelines.jobs import answer_job, catalog_job, partition_job, publish_job, reindex_job
 from pipelines.resources import default_resources
 from pipelines.schedules import reindex_schedule
 from pipelines.sensors import corpus_partition_sensor, index_publish_sensor
@@ -14,7 +14,7 @@ from pipelines.sensors import corpus_partition_sensor, index_publish_sensor
 defs = Definitions(
     assets=load_assets_from_modules(ASSET_MODULES),
     asset_checks=load_asset_checks_from_modules([checks]),
-    jobs=[partition_job, catalog_job, publish_job, reindex_job],
+    jobs=[partition_job, catalog_job, publish_job, reindex_job, answer_job],
     sensors=[corpus_partition_sensor, index_publish_sensor],
     schedules=[reindex_schedule],
     resources=default_resources(),

@@ -33,3 +33,10 @@ reindex_job = define_asset_job(
     description="Target of the re-index schedule: each run is either one stale partition's assets or the global "
     "catalog, graph and index (the schedule picks the subset).",
 )
+
+answer_job = define_asset_job(
+    "answer_questions",
+    selection=AssetSelection.assets("answers"),
+    description="Answer a file of questions (config: questions, strategy, task, k, budget) from the current index "
+    "version with the generator resource's backend; answers and citations go to tables/answers.parquet.",
+)

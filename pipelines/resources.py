@@ -6,6 +6,7 @@ from mmkg.settings import get_settings
 from resources import (
     CorpusResource,
     EncoderResource,
+    GeneratorResource,
     GraphIOManager,
     GroundingResource,
     IncidenceIOManager,
@@ -20,6 +21,7 @@ def default_resources(
     data_root: Path | str | None = None,
     grounding: GroundingResource | None = None,
     encoder: EncoderResource | None = None,
+    generator: GeneratorResource | None = None,
     **spacy: object,
 ) -> dict:
     """Resources for one environment; ``MMKG_*`` variables supply the defaults."""
@@ -31,6 +33,7 @@ def default_resources(
         "spacy": SpacyResource(**spacy),  # type: ignore[arg-type]
         "grounding": grounding or GroundingResource(),
         "encoder": encoder or EncoderResource(),
+        "generator": generator or GeneratorResource(),
         "graph_io": GraphIOManager(base_dir=str(data / "graph")),
         "parquet_io": PolarsParquetIOManager(base_dir=str(data / "tables")),
         "incidence_io": IncidenceIOManager(base_dir=str(data / "incidence")),

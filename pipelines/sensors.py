@@ -61,13 +61,17 @@ FINGERPRINT_TAG = "mmkg/fingerprint"
 
 @cache
 def asset_keys() -> tuple[tuple[AssetKey, ...], tuple[AssetKey, ...]]:
-    """(partitioned, global) asset keys of the code location, from the same modules definitions.py loads."""
+    """(partitioned, global) asset keys of the index, from the same modules definitions.py loads.
+
+    Assets that only read the index (the ``generation`` group's answers) are not part of re-indexing.
+    """
     from assets import ASSET_MODULES
 
     partitioned: set[AssetKey] = set()
     global_: set[AssetKey] = set()
     for a in load_assets_from_modules(ASSET_MODULES):
-        (global_ if a.partitions_def is None else partitioned).update(a.keys)  # type: ignore[union-attr]
+        keys = {k for k, g in a.group_names_by_key.items() if g != "generation"}  # type: ignore[union-attr]
+        (global_ if a.partitions_def is None else partitioned).update(keys)  # type: ignore[union-attr]
     return tuple(sorted(partitioned, key=str)), tuple(sorted(global_, key=str))
 
 

@@ -2,6 +2,7 @@
 
 from resources.corpus import CorpusResource
 from resources.encoder import EncoderResource
+from resources.generator import GeneratorResource
 from resources.graph_io import GraphIOManager
 from resources.grounding import GroundingResource
 from resources.nlp import SpacyResource
@@ -12,6 +13,7 @@ from resources.storage import StorageResource
 __all__ = [
     "CorpusResource",
     "EncoderResource",
+    "GeneratorResource",
     "GraphIOManager",
     "GroundingResource",
     "IncidenceIOManager",

@@ -314,7 +314,7 @@ def test_materialization_metadata_has_plots_owners_and_kinds(built: Built):
         node = graph.get(key)
         assert node.owners == ["team:mmkg"] and node.kinds and node.description, key
     assert {graph.get(k).group_name for k in graph.get_all_asset_keys()} == {
-        "ingest", "text", "vision", "embeddings", "graph", "index"
+        "ingest", "text", "vision", "embeddings", "graph", "index", "generation"
     }  # fmt: skip
     assert len(list(graph.asset_check_keys)) == len(BREAKERS)
 

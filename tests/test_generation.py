@@ -226,3 +226,36 @@ def test_transformers_backend_answers_through_the_real_loading_code(art_index: I
     assert "".join(gen.stream(request)).split() == gen.generate(request).text.split()  # greedy: the same words
     with pytest.raises(GenerationError, match="cannot load the model"):
         get_generator("transformers", str(tiny_lm / "missing"))
+
+
+def test_answers_asset_writes_a_table_of_answers_and_citations(art: ArtCorpus, tmp_path: Path):
+    import polars as pl
+    from dagster import materialize
+
+    from assets.generation import answers
+    from pipelines.resources import default_resources
+
+    questions = tmp_path / "questions.jsonl"
+    lines = [{"id": "q1", "question": BIRTH}, {"id": "q2", "question": "Who painted The Red Mill?"},
+             {"id": "q3", "question": "Which is the largest lake?", "filters": {"partition": "other"}},
+             {"id": "q4", "question": "What is in this picture?", "image": "missing.png"}]  # fmt: skip
+    questions.write_text("\n".join(json.dumps(q) for q in lines) + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "index").symlink_to(art.data / "index")  # the published index, read only
+    res = materialize(
+        [answers],
+        resources=default_resources(art.corpus, data),
+        run_config={"ops": {"answers": {"config": {"questions": str(questions), "strategy": "mkg"}}}},
+    )
+    assert res.success
+    table = pl.read_parquet(data / "tables" / "answers.parquet")
+    assert table["question_id"].to_list() == ["q1", "q2", "q3", "q4"]
+    by_id = {r["question_id"]: r for r in table.iter_rows(named=True)}
+    assert "Uppsala" in by_id["q1"]["answer"] and by_id["q1"]["citations"][0]["source_path"] == "art/margit_holm.md"
+    assert "Erik Sand" in by_id["q2"]["answer"]
+    assert by_id["q3"]["citations"] and {c["source_path"] for c in by_id["q3"]["citations"]} == {"other/lakes.md"}
+    assert by_id["q4"]["answer"] == "" and "missing.png" in by_id["q4"]["error"]  # kept, with its reason
+    assert set(table["strategy"].unique()) == {"mkg"} and not table["extractive"].is_null().any()
+    meta = res.asset_materializations_for_node("answers")[0].metadata
+    assert meta["answered"].value == 3 and meta["failed"].value == 1
