@@ -25,8 +25,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT / "sample_corpus"
 CHROMIUM = Path(os.environ.get("MMKG_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = PROJECT / "test-artifacts"
-# asset nodes from every group: ingest, text, vision, embeddings, graph (global), index (global)
-ASSETS = ("documents", "chunks", "entities", "objects", "chunk_vectors", "graph", "retrieval_index")
+# asset nodes from every group: ingest, text, vision, embeddings, graph (global), index (global), generation
+ASSETS = ("documents", "chunks", "entities", "objects", "chunk_vectors", "graph", "retrieval_index", "answers")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
@@ -72,7 +72,7 @@ def start_webserver(home: Path, data_root: Path, log: Path, timeout: float = 240
 
 
 def capture_asset_graph(
-    url: str, out: Path, names: tuple[str, ...] = ASSETS, size: tuple[int, int] = (1600, 1000), zoom_out: int = 3
+    url: str, out: Path, names: tuple[str, ...] = ASSETS, size: tuple[int, int] = (1800, 2400), zoom_out: int = 3
 ) -> list[str]:
     """Open the global asset lineage with every group expanded, wait for the asset nodes, save a screenshot.
 
@@ -99,7 +99,9 @@ def capture_asset_graph(
             graph.get_by_text("ingest", exact=True).first.wait_for(timeout=60_000)  # collapsed group boxes
             page.locator("body").click(position={"x": size[0] - 300, "y": size[1] - 150})
             page.keyboard.press("Alt+e")  # "Expand all groups"
-            graph.get_by_text("chunks", exact=True).first.wait_for(timeout=60_000)
+            # expanded, the pipeline no longer fits the viewport (only visible nodes render): zoom out first
+            graph.get_by_text("chunk_vectors", exact=True).first.wait_for(state="attached", timeout=60_000)
+            page.wait_for_timeout(1_000)
             for _ in range(zoom_out):
                 page.locator("button:has([aria-label=zoom_out])").click()
                 page.wait_for_timeout(300)
