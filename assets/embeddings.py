@@ -6,17 +6,11 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Out
 from assets._metadata import OWNERS
 from assets.partitions import corpus_partitions
 from mmkg.embedding import VectorCache, embed_all
+from mmkg.index.units import VECTOR_ASSET
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
-OUTS = {
-    "chunks": "chunk_vectors",
-    "sentences": "sentence_vectors",
-    "images": "image_vectors",
-    "objects": "object_vectors",
-    "document_entities": "document_entity_vectors",
-    "relations": "relation_vectors",
-}
+OUTS = VECTOR_ASSET  # granularity -> vector asset: what the publish reads back per index table
 
 
 @multi_asset(

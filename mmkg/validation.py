@@ -518,16 +518,11 @@ def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame], graph: Graph) 
 
     ``tables``: all-partition ``*_vectors`` and the unit tables (sentences, images, objects, ...).
     """
-    from mmkg.index.units import ID_COLUMN, VECTOR_ASSET, collapse, expected_unit_ids
+    from mmkg.index.units import VECTOR_ASSET, check_units, collapse
 
     present = {t: tables[a] for t, a in VECTOR_ASSET.items() if a in tables}
     sources = ("images", "objects", "sentences", "document_entities", "relations")
-    units = collapse(present, {n: tables[n] for n in sources if n in tables})
-    expected = expected_unit_ids(graph.nodes, units.payload)
-    return check_index_units(
-        {t: df[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
-        {t: expected.get(t, []) for t in units.vectors},
-    )
+    return check_units(collapse(present, {n: tables[n] for n in sources if n in tables}), graph.nodes)
 
 
 def raise_for_failures(failures: Sequence[CheckResult], what: str) -> None:

@@ -17,24 +17,15 @@ import polars as pl
 import pytest
 import scipy.sparse as sp
 from dagster import AssetCheckKey, AssetKey, AssetSelection, DagsterInstance, Definitions, define_asset_job, materialize
+from indexing import GLOBAL, PARTITIONED
 
-from assets import checks, embeddings, graph_inputs, index, ingest, text, vision
+from assets import checks, text
 from mmkg import schemas, validation
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
 from mmkg.ingest import list_partitions
 from pipelines.resources import default_resources
 
-PARTITIONED = [
-    ingest.ingest,
-    text.chunks,
-    text.parse,
-    text.entities,
-    vision.ground_images,
-    graph_inputs.build_nodes,
-    embeddings.embed,
-]
-GLOBAL = [text.entity_catalog, index.graph, index.retrieval_index]
 PARTITION_CHECKS = [c for c in checks.CHECKS if next(iter(c.check_specs)).partitions_def is not None]
 GLOBAL_CHECKS = [c for c in checks.CHECKS if c not in PARTITION_CHECKS]
 PARTITION = "space"

@@ -284,7 +284,7 @@ def test_publish_never_moves_current_to_a_version_that_does_not_open(
 
     # 2. with that check out of the way too, the version written cannot be opened: CURRENT must not move to it
     ok = validation.CheckResult("index_units", True, "skipped by the test")
-    monkeypatch.setattr(validation, "check_index_units", lambda *a, **k: ok)
+    monkeypatch.setattr(publish, "check_units", lambda *a, **k: ok)
     with pytest.raises(PublishError, match="CURRENT stays at") as err:
         publish_index(root, spec, graph, inputs["vectors"], inputs["payload"], inputs["mentions"])
     assert "cannot reshape" in str(err.value) or "rows" in str(err.value)

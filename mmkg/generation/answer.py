@@ -8,7 +8,6 @@ evidence that was in the context: markers naming anything else are dropped and c
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
-from mmkg.generation.context import Context, build_context, cited_labels
+from mmkg.generation.context import Context, build_context, citation_markers, cited_labels
 from mmkg.generation.prompts import load_template
 from mmkg.retrieval.results import RetrievalResult
 
@@ -102,15 +101,32 @@ def _answer(
     if gen.extractive and not labels:
         labels = list(gen.used)
     shown = {e.label: e for e in ctx.evidence}
-    raw = [int(x) for x in re.findall(r"\[(\d+)\]", text)]
     return Answer(
         question=question, text=text, citations=[Citation.of(shown[n]) for n in labels], backend=gen.backend,
         model=gen.model, task=task, strategy=result.strategy, extractive=gen.extractive,
         prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
         latency_ms={"retrieve": result.timings_ms.get("total", 0.0), "generate": round(gen.latency_ms, 2)},
         context=ctx.text, system_prompt=request.system, user_prompt=request.user, index_version=result.version,
-        invalid_citations=sum(1 for n in raw if n not in shown), notes=[*result.notes, *ctx.notes],
+        invalid_citations=sum(1 for n in citation_markers(text) if n not in shown), notes=[*result.notes, *ctx.notes],
     )  # fmt: skip
+
+
+def _retrieve_and_prepare(
+    index: Any,
+    question: str,
+    generator: Generator,
+    image: Path | None,
+    strategy: str | None,
+    task: str | Path | None,
+    k: int,
+    budget: int,
+    filters: dict | None,
+    max_tokens: int,
+    params: dict[str, Any],
+) -> tuple[RetrievalResult, GenerationRequest, Context, str]:
+    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
+    return result, request, ctx, task_name
 
 
 def answer(
@@ -127,8 +143,9 @@ def answer(
     **params: Any,
 ) -> Answer:
     """Retrieve with ``strategy``, then answer with ``generator`` from that evidence, citing it."""
-    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
-    request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
+    result, request, ctx, task_name = _retrieve_and_prepare(
+        index, question, generator, image, strategy, task, k, budget, filters, max_tokens, params
+    )
     gen = generator.generate(request)
     return _answer(result, question, gen.text, gen, ctx, request, task_name)
 
@@ -147,8 +164,9 @@ def answer_stream(
     **params: Any,
 ) -> Iterator[str | Answer]:
     """Like ``answer``, yielding the text as it is generated and the ``Answer`` last."""
-    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
-    request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
+    result, request, ctx, task_name = _retrieve_and_prepare(
+        index, question, generator, image, strategy, task, k, budget, filters, max_tokens, params
+    )
     t0 = time.perf_counter()
     pieces = []
     for piece in generator.stream(request):

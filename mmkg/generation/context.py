@@ -115,13 +115,12 @@ def build_context(
     return Context(evidence, "\n\n".join(blocks), "\n".join(graph), "\n".join(triples), used, left_out, notes)
 
 
+def citation_markers(text: str) -> list[int]:
+    """Every number an answer cites with ``[n]`` / ``[n, m]``, in order, repeats included."""
+    return [int(part) for m in _CITE.finditer(text) for part in re.split(r"\s*[,;]\s*", m.group(1))]
+
+
 def cited_labels(text: str, context: Context) -> list[int]:
-    """The evidence numbers an answer cites with ``[n]`` / ``[n, m]``, in order, only those that were shown."""
+    """The evidence numbers an answer cites, in order, once each, only those that were shown."""
     shown = {e.label for e in context.evidence}
-    out: list[int] = []
-    for m in _CITE.finditer(text):
-        for part in re.split(r"\s*[,;]\s*", m.group(1)):
-            n = int(part)
-            if n in shown and n not in out:
-                out.append(n)
-    return out
+    return [n for n in dict.fromkeys(citation_markers(text)) if n in shown]

@@ -53,11 +53,11 @@ class ExtractiveGenerator:
         for ev in request.evidence:
             if ev.kind != "chunk":
                 continue
-            scored_hits = {t.strip()[:60]: sc for t, sc in ev.sentences}
-            parts = [p.strip() for p in re.split(r"(?<=[.!?])\s+", ev.text) if p.strip()]
+            # every sentence shown, scored by retrieval where the strategy scored it (0 where it did not)
             candidates = {t.strip()[:60]: (t.strip(), sc) for t, sc in ev.sentences}
-            for part in parts:  # every sentence shown, scored by retrieval where the strategy scored it
-                candidates.setdefault(part[:60], (part, scored_hits.get(part[:60], 0.0)))
+            for part in (p.strip() for p in re.split(r"(?<=[.!?])\s+", ev.text)):
+                if part:
+                    candidates.setdefault(part[:60], (part, 0.0))
             for text, score in candidates.values():
                 if text[:60] not in ev.text:
                     continue  # a sentence the budget cut out of the context is not evidence that was shown

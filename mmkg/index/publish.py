@@ -33,9 +33,9 @@ from mmkg.index.units import (
     ID_COLUMN,
     IMAGE_OCCURRENCE_COLUMNS,
     SHARED,
+    check_units,
     collapse,
     document_vectors,
-    expected_unit_ids,
 )
 from mmkg.lexical import LexicalIndex
 
@@ -189,16 +189,12 @@ def publish_index(
     left is discarded) and apply this publish's changes as new table versions; write the version
     folder, the manifest last; open the new version read-only and query it; only then move ``CURRENT``.
     """
-    from mmkg.validation import ValidationError, check_index_units
+    from mmkg.validation import ValidationError
 
     ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
     ann_index_type = ann_index_type or ANN_INDEX_TYPE
     units = collapse(vectors, payload)
-    expected = expected_unit_ids(graph.nodes, units.payload)
-    units_ok = check_index_units(
-        {g: df[ID_COLUMN[g]].to_list() for g, df in units.vectors.items()},
-        {g: expected.get(g, []) for g in units.vectors},
-    )
+    units_ok = check_units(units, graph.nodes)
     if not units_ok:
         raise ValidationError(f"refusing to publish to {root}: {units_ok.description}")
     if "image_occurrences" in units.payload:

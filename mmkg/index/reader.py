@@ -721,24 +721,11 @@ class Index:
         docs = sorted({self._lookups()["chunks"][c]["doc_id"] for c in in_result})
         return EntityHit(key, name, label, score, hop, docs, in_result)
 
-    def relations_among(
-        self, entity_scores: dict[str, float], chunk_ids: set[str], limit: int = 20
-    ) -> list[RelationHit]:
-        """Triples stated in ``chunk_ids`` whose subject or object is a scored entity, best score first.
-
-        A triple scores the sum of its entities' scores; versions without a relations table give none.
-        """
-        if not self.has_table("relations") or not entity_scores or not chunk_ids:
-            return []
-        rel = self.payload("relations").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
-        out = []
-        text = self._lookups()["sentence_text"]
-        for r in rel.iter_rows(named=True):
-            s = entity_scores.get(r["subject_key"], 0.0) + entity_scores.get(r["object_key"] or "", 0.0)
-            if s > 0:
-                out.append(self.relation_hit(r, s, text.get(r["sentence_id"], "")))
-        out.sort(key=lambda h: (-h.score, h.relation_id))
-        return out[:limit]
+    def relations_in(self, chunk_ids: set[str]) -> pl.DataFrame:
+        """The triples stated in these chunks (payload rows); none for versions without a relations table."""
+        if not self.has_table("relations") or not chunk_ids:
+            return pl.DataFrame()
+        return self.payload("relations").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
 
     @staticmethod
     def relation_hit(r: dict, score: float, sentence: str, hop: int = 0) -> RelationHit:

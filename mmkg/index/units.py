@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from mmkg.validation import CheckResult, check_index_units
+
 #: LanceDB table -> id column, for every unit kind of the index
 ID_COLUMN = {
     "chunks": "chunk_id",
@@ -164,3 +166,14 @@ def expected_unit_ids(graph_nodes: pl.DataFrame, payload: dict[str, pl.DataFrame
         if name in payload:
             out[name] = payload[name][ID_COLUMN[name]].to_list()
     return out
+
+
+def check_units(units: Units, graph_nodes: pl.DataFrame) -> CheckResult:
+    """One vector per unit in every table of ``units`` (``validation.check_index_units``), against the graph's
+    chunk and image nodes and the payload's other units: what the publish and the ``vectors_match_nodes``
+    asset check both require."""
+    expected = expected_unit_ids(graph_nodes, units.payload)
+    return check_index_units(
+        {t: df[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
+        {t: expected.get(t, []) for t in units.vectors},
+    )

@@ -24,7 +24,7 @@ import numpy as np
 
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
-from mmkg.retrieval.results import EntityHit, RetrievalResult
+from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -231,6 +231,22 @@ def same_picture_seeds(
     return seeds if seeds.sum() > 0 else None
 
 
+def relations_among(
+    index: Index, entity_scores: dict[str, float], chunk_ids: set[str], limit: int = 20
+) -> list[RelationHit]:
+    """Triples stated in ``chunk_ids`` whose subject or object is a scored entity, best score first.
+
+    A triple scores the sum of its entities' scores (their relevance after propagation).
+    """
+    out = []
+    for r in index.relations_in(chunk_ids).iter_rows(named=True):
+        s = entity_scores.get(r["subject_key"], 0.0) + entity_scores.get(r["object_key"] or "", 0.0)
+        if s > 0:
+            out.append(index.relation_hit(r, s, index.sentence_text(r["sentence_id"])))
+    out.sort(key=lambda h: (-h.score, h.relation_id))
+    return out[:limit]
+
+
 class MG2:
     """MG2-RAG graph retrieval with one preset (``default`` unless given)."""
 
@@ -319,8 +335,8 @@ class MG2:
         top = [int(i) for i in top if np.isfinite(chunk_scores[i])]
         result.chunks = index.evidence(top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
         result.entities = self._entities(index, r, result.chunks, linked)
-        result.relations = index.relations_among(
-            {e.entity_key: e.score for e in result.entities}, {c.chunk_id for c in result.chunks}
+        result.relations = relations_among(
+            index, {e.entity_key: e.score for e in result.entities}, {c.chunk_id for c in result.chunks}
         )
         result.objects = [o for c in result.chunks for o in c.objects]
         result.seeds = int((r0 > 0).sum())
