@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Creates ./.venv (Python 3.11) and installs mmkg with its pinned dependencies. Idempotent:
 # a second run only re-checks the pins.
+#
+# MMKG_EXTRAS picks the optional dependency groups (default "dev"; scripts/test.sh asks for
+# "dev,llm"). The llm group compiles llama-cpp-python from source (PyPI has no wheel): CMAKE_ARGS
+# below leave out the parts of llama.cpp mmkg does not use (its multimodal library, tools, tests,
+# examples), which keeps the build near 5 minutes on 2 cores; pip caches the wheel afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$(command -v python3.11 || command -v python3)}
@@ -8,13 +13,19 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
   echo "mmkg needs Python 3.11 (found $("$PY" --version 2>&1) at $PY); set PYTHON=/path/to/python3.11" >&2
   exit 1
 fi
+EXTRAS=${MMKG_EXTRAS:-dev}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-stamp=.venv/.mmkg-installed
+stamp=".venv/.mmkg-installed-${EXTRAS//,/-}"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
+  if [[ ",$EXTRAS," == *",llm,"* ]] && ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
+    echo "building llama-cpp-python from source (about 5 minutes on 2 cores, once)" >&2
+  fi
   # constraints.txt pins every transitive dependency so installs repeat.
-  .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+  CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}" \
+    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[$EXTRAS]"
   touch "$stamp"
 fi

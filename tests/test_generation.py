@@ -12,8 +12,10 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import ArtCorpus
+from tiny_models import write_tiny_gguf, write_tiny_llava, write_tiny_lm
 from typer.testing import CliRunner
 
 from mmkg.cli import app
@@ -21,6 +23,7 @@ from mmkg.generation import (
     ExtractiveGenerator,
     GenerationError,
     answer,
+    answer_stream,
     build_context,
     cited_labels,
     get_generator,
@@ -172,49 +175,7 @@ def test_cli_ask(art: ArtCorpus):
 
 @pytest.fixture(scope="module")
 def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    words = [
-        "the",
-        "a",
-        "of",
-        "in",
-        "was",
-        "born",
-        "where",
-        "who",
-        "painter",
-        "uppsala",
-        "holm",
-        "margit",
-        "evidence",
-        "question",
-        "answer",
-        "[1]",
-        "[2]",
-        ".",
-    ]
-    vocab = {tok: i for i, tok in enumerate(["<pad>", "<s>", "</s>", "<unk>", *words])}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>"
-    )
-    tok.chat_template = (
-        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
-        "{% if add_generation_prompt %}assistant :{% endif %}"
-    )
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-    )  # fmt: skip
-    path = tmp_path_factory.mktemp("tiny-lm")
-    LlamaForCausalLM(config).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
+    return write_tiny_lm(tmp_path_factory.mktemp("tiny-lm"))
 
 
 def test_transformers_backend_answers_through_the_real_loading_code(art_index: Index, tiny_lm: Path, no_network):
@@ -259,3 +220,112 @@ def test_answers_asset_writes_a_table_of_answers_and_citations(art: ArtCorpus, t
     assert set(table["strategy"].unique()) == {"mkg"} and not table["extractive"].is_null().any()
     meta = res.asset_materializations_for_node("answers")[0].metadata
     assert meta["answered"].value == 3 and meta["failed"].value == 1
+
+
+def test_transformers_backend_shows_the_picture_to_a_vision_language_model(
+    art_index: Index, tiny_lm: Path, tmp_path: Path, no_network
+):
+    from dataclasses import replace
+
+    from PIL import Image
+
+    picture = tmp_path / "red.png"
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(picture)
+    gen = get_generator("transformers", str(write_tiny_llava(tmp_path / "tiny-llava")))
+    request, _, task = prepare(art_index.retrieve(text=BIRTH, k=2), "What is in this picture?", None, 200, gen,
+                               picture, 4)  # fmt: skip
+    assert task == "vqa" and request.images == (picture,)
+    seen = gen.generate(request)
+    blind = gen.generate(replace(request, images=()))
+    # the picture became the vision tower's 16 patch tokens ((32 / 8)^2) in place of one <image> marker
+    assert seen.prompt_tokens == blind.prompt_tokens + 16 and 1 <= seen.completion_tokens <= 4
+    assert "".join(gen.stream(request)).split() == seen.text.split()
+    text_only = get_generator("transformers", str(tiny_lm))
+    with pytest.raises(GenerationError, match="is a text model and cannot see the picture"):
+        text_only.generate(request)
+
+
+# -- llama.cpp: a tiny GGUF in process, and behind llama-cpp-python's OpenAI-compatible server ----------------
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in the llm extra (scripts/test.sh installs it)")
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+def test_llamacpp_backend_answers_in_process(art_index: Index, tiny_gguf: Path, no_network):
+    gen = get_generator("llamacpp", str(tiny_gguf), n_ctx=2048)
+    a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=8)
+    assert a.backend == "llamacpp" and a.model == "tiny.gguf" and not a.extractive
+    assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 8
+    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 8)
+    assert "".join(gen.stream(request)) == gen.generate(request).text  # greedy: the same text
+
+
+@pytest.fixture(scope="module")
+def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
+    """llama-cpp-python's server on a free localhost port, serving the tiny GGUF as model "tiny"."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias", "tiny",
+             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama-cpp-python's server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_openai_backend_against_a_real_llama_cpp_server(art_index: Index, llama_server: str):
+    gen = get_generator("openai", "tiny", base_url=llama_server, timeout=60, max_retries=0)
+    a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=8)
+    assert a.backend == "openai" and a.model == "tiny" and not a.extractive
+    assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 8  # the server's own usage counts
+    streamed = list(answer_stream(art_index, BIRTH, gen, k=3, budget=300, max_tokens=8))
+    pieces, final = streamed[:-1], streamed[-1]
+    assert len(pieces) >= 2 and all(isinstance(p, str) for p in pieces)  # server-sent events, piece by piece
+    assert "".join(pieces) == final.text == a.text  # greedy: the same answer either way
+
+
+def test_openai_backend_sends_the_picture_as_a_data_url(art_index: Index, llama_server: str, tmp_path: Path):
+    from dataclasses import replace
+
+    from PIL import Image
+
+    from mmkg.generation.openai_backend import data_url
+
+    gen = get_generator("openai", "tiny", base_url=llama_server, timeout=60, max_retries=0)
+    small = tmp_path / "dot.png"
+    Image.new("RGB", (4, 4), (0, 90, 200)).save(small)
+    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=2), "What is in this picture?", None, 150, gen,
+                            small, 4)  # fmt: skip
+    seen = gen.generate(request)
+    blind = gen.generate(replace(request, images=()))
+    # the tiny model's chat template writes an image part's URL into the prompt, one byte token per character
+    assert seen.prompt_tokens - blind.prompt_tokens >= len(data_url(small))
+    big = tmp_path / "noise.png"
+    noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(big)  # ~16 KB of data URL: past the 2048-token context
+    with pytest.raises(GenerationError, match=rf"{llama_server} answered 400 for model tiny"):
+        gen.generate(replace(request, images=(big,)))

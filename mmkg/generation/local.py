@@ -57,53 +57,86 @@ class LlamaCppGenerator:
 
 
 class TransformersGenerator:
-    """A local Hugging Face chat model (text), through its chat template; loaded from a path, offline."""
+    """A local Hugging Face model, loaded from a path, offline: a text chat model, or a vision-language model.
+
+    A model whose config is an image-text-to-text architecture (LLaVA, Qwen2-VL, Idefics, SmolVLM,
+    Gemma 3, ...) loads with its processor, and the question's picture goes in as an image part of the
+    user message; any other loads as a causal LM with its tokenizer and takes text only.
+    """
 
     name = "transformers"
 
     def __init__(self, model: str, device: str = "cpu"):
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
+        )
+        from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
         try:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
-        except ImportError as exc:  # pragma: no cover - transformers is a dependency
-            raise GenerationError("the transformers backend needs transformers") from exc
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
-            self.lm = AutoModelForCausalLM.from_pretrained(model, local_files_only=True).to(device).eval()
-        except OSError as exc:
+            config = AutoConfig.from_pretrained(model, local_files_only=True)
+            self.vision = config.model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+            if self.vision:
+                self.processor: Any = AutoProcessor.from_pretrained(model, local_files_only=True)
+                self.tokenizer: Any = self.processor.tokenizer
+                self.lm: Any = AutoModelForImageTextToText.from_pretrained(model, local_files_only=True)
+            else:
+                self.processor = None
+                self.tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=True)
+                self.lm = AutoModelForCausalLM.from_pretrained(model, local_files_only=True)
+        except (OSError, ValueError) as exc:
             raise GenerationError(
                 f"cannot load the model {model!r} from local files ({exc}); give a folder written by "
                 "save_pretrained, or an id already in the Hugging Face cache"
             ) from exc
+        self.lm = self.lm.to(device).eval()
         self.model = Path(model).name or model
         self.device = device
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def _inputs(self, request: GenerationRequest) -> Any:
-        if request.images:
-            raise GenerationError("the transformers backend here runs text models; send pictures to a vision "
-                                  "model through the openai backend (vLLM, llama.cpp server) instead")  # fmt: skip
-        chat = messages(request)
-        ids = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt")
-        if not hasattr(ids, "shape"):  # newer tokenizers return a BatchEncoding
-            ids = ids["input_ids"]
-        return ids.to(self.device)
+    def _inputs(self, request: GenerationRequest) -> dict[str, Any]:
+        if not self.vision:
+            if request.images:
+                raise GenerationError(f"{self.model} is a text model and cannot see the picture; give a "
+                                      "vision-language model (e.g. a LLaVA or Qwen2-VL folder) or use the openai "
+                                      "backend with a vision model")  # fmt: skip
+            ids = self.tokenizer.apply_chat_template(messages(request), add_generation_prompt=True, return_tensors="pt")
+            if not hasattr(ids, "shape"):  # newer tokenizers return a BatchEncoding
+                ids = ids["input_ids"]
+            return {"input_ids": ids.to(self.device)}
+        from PIL import Image
+
+        chat: list[dict[str, Any]] = []
+        if request.system:
+            chat.append({"role": "system", "content": [{"type": "text", "text": request.system}]})
+        parts = [{"type": "image"} for _ in request.images] + [{"type": "text", "text": request.user}]
+        chat.append({"role": "user", "content": parts})
+        prompt = self.processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+        images = [Image.open(p).convert("RGB") for p in request.images] or None
+        inputs = self.processor(text=prompt, images=images, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in inputs.items()}
+
+    def _pad_id(self) -> int:
+        return self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
 
     def generate(self, request: GenerationRequest) -> Generation:
         import torch
 
         t0 = time.perf_counter()
-        ids = self._inputs(request)
+        inputs = self._inputs(request)
+        n_prompt = int(inputs["input_ids"].shape[1])
         with torch.no_grad():
-            out = self.lm.generate(
-                ids, max_new_tokens=request.max_tokens, do_sample=request.temperature > 0,
-                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
-            )  # fmt: skip
-        new = out[0, ids.shape[1] :]
+            out = self.lm.generate(**inputs, max_new_tokens=request.max_tokens, do_sample=request.temperature > 0,
+                                   pad_token_id=self._pad_id())  # fmt: skip
+        new = out[0, n_prompt:]
         text = self.tokenizer.decode(new, skip_special_tokens=True)
         return Generation(
-            text=text, backend=self.name, model=self.model, prompt_tokens=int(ids.shape[1]),
+            text=text, backend=self.name, model=self.model, prompt_tokens=n_prompt,
             completion_tokens=int(new.shape[0]), latency_ms=(time.perf_counter() - t0) * 1e3,
         )  # fmt: skip
 
@@ -112,10 +145,10 @@ class TransformersGenerator:
 
         from transformers import TextIteratorStreamer
 
-        ids = self._inputs(request)
+        inputs = self._inputs(request)
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
-        kwargs = dict(input_ids=ids, max_new_tokens=request.max_tokens, streamer=streamer, do_sample=False,
-                      pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)  # fmt: skip
+        kwargs = dict(**inputs, max_new_tokens=request.max_tokens, streamer=streamer, do_sample=False,
+                      pad_token_id=self._pad_id())  # fmt: skip
         thread = Thread(target=self.lm.generate, kwargs=kwargs, daemon=True)
         thread.start()
         yield from streamer

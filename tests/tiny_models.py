@@ -1,0 +1,144 @@
+"""Tiny random models written here, so the real loading code of every local backend runs offline.
+
+- ``write_tiny_gguf``: a one-layer llama in GGUF (written with the ``gguf`` package), SentencePiece
+  vocabulary of the three specials, the 256 byte tokens and a few words, so any text tokenizes. It
+  loads in llama.cpp (in process, and behind llama-cpp-python's OpenAI-compatible server).
+- ``write_tiny_llava``: a LLaVA (CLIP vision tower + llama) with its processor, saved with
+  ``save_pretrained``; ``AutoModelForImageTextToText`` and ``AutoProcessor`` load it.
+
+The weights are random: what is under test is the protocol and the loading path, never the answer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+WORDS = ["the", "a", "answer", "is", "Uppsala", "born", "in", "where", "was", "painter", "picture", "what", "this"]
+
+
+def write_tiny_gguf(path: Path, n_ctx: int = 4096) -> Path:
+    import gguf
+
+    rng = np.random.default_rng(0)
+    tokens: list[bytes] = [b"<unk>", b"<s>", b"</s>"]
+    types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL]
+    tokens += [f"<0x{b:02X}>".encode() for b in range(256)]
+    types += [gguf.TokenType.BYTE] * 256
+    tokens += [f"\u2581{w}".encode() for w in WORDS]
+    types += [gguf.TokenType.NORMAL] * len(WORDS)
+    scores = [0.0] * (3 + 256) + [-float(i) for i in range(len(WORDS))]
+    n_vocab, n_embd, n_ff, n_head, n_layer = len(tokens), 32, 64, 2, 1
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("tiny-random-llama")
+    w.add_context_length(n_ctx)
+    w.add_embedding_length(n_embd)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(n_ff)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_head)
+    w.add_rope_dimension_count(n_embd // n_head)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    # content is a string, or (an image message) a list of parts: text shown, a picture as its URL
+    w.add_chat_template(
+        "{% for m in messages %}{{ m['role'] }}: {% if m['content'] is string %}{{ m['content'] }}"
+        "{% else %}{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}"
+        "{% else %} {{ p['image_url']['url'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}assistant:"
+    )
+
+    def weights(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+
+    w.add_tensor("token_embd.weight", weights(n_vocab, n_embd))
+    w.add_tensor("output_norm.weight", np.ones(n_embd, np.float32))
+    w.add_tensor("output.weight", weights(n_vocab, n_embd))
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", np.ones(n_embd, np.float32))
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            w.add_tensor(p + name + ".weight", weights(n_embd, n_embd))
+        w.add_tensor(p + "ffn_norm.weight", np.ones(n_embd, np.float32))
+        w.add_tensor(p + "ffn_gate.weight", weights(n_ff, n_embd))
+        w.add_tensor(p + "ffn_up.weight", weights(n_ff, n_embd))
+        w.add_tensor(p + "ffn_down.weight", weights(n_embd, n_ff))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _word_tokenizer(extra: list[str]):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["of", "who", "holm", "margit", "evidence", "question", "[1]", "[2]", ".", *(w.lower() for w in WORDS)]
+    vocab = {tok: i for i, tok in enumerate(dict.fromkeys(["<pad>", "<s>", "</s>", "<unk>", *extra, *words]))}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    specials = {"image_token": "<image>"} if "<image>" in extra else {}
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+                                  unk_token="<unk>", extra_special_tokens=specials)  # fmt: skip
+    return tok, vocab
+
+
+def write_tiny_llava(path: Path) -> Path:
+    import torch
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+    )
+
+    tok, vocab = _word_tokenizer(["<image>"])
+    template = (
+        "{% for m in messages %}{{ m['role'] }} : {% if m['content'] is string %}{{ m['content'] }} {% else %}"
+        "{% for c in m['content'] %}{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}"
+        "{% endfor %}{% endif %}{% endfor %}{% if add_generation_prompt %}assistant :{% endif %}"
+    )
+    tok.chat_template = template
+    torch.manual_seed(0)
+    text = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=0,
+                       bos_token_id=1, eos_token_id=2)  # fmt: skip
+    vision = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                              image_size=32, patch_size=8, projection_dim=16)  # fmt: skip
+    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=vocab["<image>"],
+                         vision_feature_layer=-1, vision_feature_select_strategy="default")  # fmt: skip
+    LlavaForConditionalGeneration(config).save_pretrained(path)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    LlavaProcessor(image_processor=images, tokenizer=tok, patch_size=8, vision_feature_select_strategy="default",
+                   chat_template=template, num_additional_image_tokens=1).save_pretrained(path)  # fmt: skip
+    return path
+
+
+def write_tiny_lm(path: Path) -> Path:
+    """A one-layer llama causal LM with a word-level tokenizer and a chat template (text only)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok, vocab = _word_tokenizer([])
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} : {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}assistant :{% endif %}"
+    )
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=4096, pad_token_id=0,
+                         bos_token_id=1, eos_token_id=2)  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
