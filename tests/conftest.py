@@ -177,3 +177,57 @@ def art_index(art: ArtCorpus):
     from mmkg.index import Index
 
     return Index.open(art.data / "index")
+
+
+# -- llama.cpp: a tiny GGUF written here, served by llama-cpp-python's OpenAI-compatible server ------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in the llm extra (scripts/test.sh installs it)")
+    from tiny_models import write_tiny_gguf
+
+    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
+
+
+@pytest.fixture(scope="session")
+def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
+    """llama-cpp-python's server on a free localhost port, serving the tiny GGUF as model "tiny"."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias", "tiny",
+             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192"],
+            stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama-cpp-python's server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import ArtCorpus
-from tiny_models import write_tiny_gguf, write_tiny_llava, write_tiny_lm
+from conftest import ArtCorpus, free_port
+from tiny_models import write_tiny_llava, write_tiny_lm
 from typer.testing import CliRunner
 
 from mmkg.cli import app
@@ -96,14 +96,8 @@ def test_extractive_answers_with_the_sentence_and_its_citation(art_index: Index)
 # -- the openai backend on real sockets ----------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_openai_backend_server_down_is_a_clear_error_within_the_timeout(art_index: Index):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     gen = get_generator("openai", "tiny", base_url=f"http://127.0.0.1:{port}/v1", timeout=5, max_retries=0)
     t0 = time.perf_counter()
     with pytest.raises(GenerationError, match=rf"cannot reach http://127.0.0.1:{port}/v1 .*is the server running"):
@@ -248,12 +242,6 @@ def test_transformers_backend_shows_the_picture_to_a_vision_language_model(
 # -- llama.cpp: a tiny GGUF in process, and behind llama-cpp-python's OpenAI-compatible server ----------------
 
 
-@pytest.fixture(scope="module")
-def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is in the llm extra (scripts/test.sh installs it)")
-    return write_tiny_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf")
-
-
 def test_llamacpp_backend_answers_in_process(art_index: Index, tiny_gguf: Path, no_network):
     gen = get_generator("llamacpp", str(tiny_gguf), n_ctx=2048)
     a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=8)
@@ -261,40 +249,6 @@ def test_llamacpp_backend_answers_in_process(art_index: Index, tiny_gguf: Path, 
     assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 8
     request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 8)
     assert "".join(gen.stream(request)) == gen.generate(request).text  # greedy: the same text
-
-
-@pytest.fixture(scope="module")
-def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
-    """llama-cpp-python's server on a free localhost port, serving the tiny GGUF as model "tiny"."""
-    import subprocess
-    import sys
-    import urllib.request
-
-    port = _free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(tiny_gguf), "--model_alias", "tiny",
-             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"llama-cpp-python's server did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_openai_backend_against_a_real_llama_cpp_server(art_index: Index, llama_server: str):
@@ -326,6 +280,6 @@ def test_openai_backend_sends_the_picture_as_a_data_url(art_index: Index, llama_
     assert seen.prompt_tokens - blind.prompt_tokens >= len(data_url(small))
     big = tmp_path / "noise.png"
     noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
-    Image.fromarray(noise).save(big)  # ~16 KB of data URL: past the 2048-token context
+    Image.fromarray(noise).save(big)  # ~16 KB of data URL: past the 8192-token context
     with pytest.raises(GenerationError, match=rf"{llama_server} answered 400 for model tiny"):
         gen.generate(replace(request, images=(big,)))

@@ -325,3 +325,19 @@ def test_perceptual_hash_finds_the_same_picture_and_only_it(photo):
             assert hash_distance(base, perceptual_hash(img)) > 8, path.name
     flat = Image.new("RGB", (64, 64), (200, 30, 30))
     assert perceptual_hash(flat) == "" and hash_distance("", perceptual_hash(flat)) == 64
+
+
+def test_r2ag_image_query_matches_the_pictures_image_side_entities(corpus: Corpus):
+    """R2AG's query entity set for a picture: the corpus copies' grounded objects and what OCR reads in it."""
+    from mmkg.retrieval import Query, get_strategy
+
+    idx = Index.open(corpus.data / "index")
+    query = corpus.root / "alpha" / "images" / PLACARD
+    qe = get_strategy("r2ag").query_entities(idx, Query(image=query))
+    assert {"picture", "ocr"} <= set(qe.sources.values())
+    placard_objects = idx.objects.filter(pl.col("image_id") == _placard_id(idx))
+    assert set(placard_objects["entity_key"].drop_nulls()) <= set(qe.keys)
+    res = idx.retrieve(image=query, k=10, strategy="r2ag")
+    showing = {"alpha/hubble.md", "alpha/records.jsonl", "alpha/report.pdf", "beta/visit.md"}
+    assert set(_documents_first(res, 4)) == showing
+    assert res.entities and any("Hubble" in e.name for e in res.entities)

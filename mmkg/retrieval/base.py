@@ -54,7 +54,8 @@ def _coerce(value: Any, annotation: Any, name: str) -> Any:
         return value
     hint = annotation
     if isinstance(hint, str):
-        hint = {"int": int, "float": float, "bool": bool, "str": str, "int | None": int | None}.get(hint, hint)
+        hint = {"int": int, "float": float, "bool": bool, "str": str, "int | None": int | None,
+                "str | None": str | None}.get(hint, hint)  # fmt: skip
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else ()
     if args and type(None) in args:
         if value.lower() in ("none", "null", ""):

@@ -7,11 +7,13 @@ from typing import Any
 from mmkg.retrieval.base import Params, Strategy
 from mmkg.retrieval.mg2 import MG2
 from mmkg.retrieval.mkg import MKG
+from mmkg.retrieval.r2ag import R2AG
 
 #: name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``, ``retrieve``)
 STRATEGIES: dict[str, type] = {
     MG2.name: MG2,
     MKG.name: MKG,
+    R2AG.name: R2AG,
 }
 
 DEFAULT_STRATEGY = MG2.name
