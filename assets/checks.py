@@ -47,6 +47,7 @@ PARTITIONED_TABLES = (
     "objects",
     "grounding_failures",
     "multimodal_nodes",
+    "cross_modal_links",
 )
 
 
@@ -230,11 +231,23 @@ def retrieval_index_smoke(storage: StorageResource, encoder: EncoderResource) ->
     return _result(validation.smoke_retrieval(index))
 
 
+@asset_check(
+    asset="cross_modal_links",
+    name="links_consistent",
+    blocking=True,
+    partitions_def=corpus_partitions,
+    description="Aligned links name a text entity, unaligned and new ones none; scores are cosines; known methods.",
+)
+def cross_modal_links_consistent(context: AssetCheckExecutionContext, df: pl.DataFrame) -> AssetCheckResult:
+    return _result(validation.check_cross_modal_links(df, context.partition_key))
+
+
 CHECKS: list[AssetChecksDefinition] = [
     *(_schema_check(t) for t in PARTITIONED_TABLES),
     *(_reference_check(*ref) for ref in validation.REFERENCES),
     *(_vector_check(t) for t in validation.VECTOR_TABLES),
     incidence_ids_line_up,
+    cross_modal_links_consistent,
     entity_catalog_schema,
     graph_well_formed,
     graph_counts_match_partitions,

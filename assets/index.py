@@ -67,6 +67,7 @@ def graph(
         "relations": AssetIn(),
         "document_entity_vectors": AssetIn(),
         "relation_vectors": AssetIn(),
+        "cross_modal_links": AssetIn(),
     },
     group_name="index",
     owners=OWNERS,
@@ -94,6 +95,7 @@ def retrieval_index(
     relations: pl.DataFrame,
     document_entity_vectors: pl.DataFrame,
     relation_vectors: pl.DataFrame,
+    cross_modal_links: pl.DataFrame,
 ) -> MaterializeResult:
     _refuse_broken_inputs(
         context,
@@ -103,12 +105,14 @@ def retrieval_index(
             "entity_mentions": entity_mentions, "chunk_vectors": chunk_vectors, "sentence_vectors": sentence_vectors,
             "image_vectors": image_vectors, "object_vectors": object_vectors, "document_entities": document_entities,
             "relations": relations, "document_entity_vectors": document_entity_vectors,
-            "relation_vectors": relation_vectors,
+            "relation_vectors": relation_vectors, "cross_modal_links": cross_modal_links,
         },
     )  # fmt: skip
     info = encoder.get().info
     spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
-    payload = payload_tables(documents, chunks, sentences, images, objects, document_entities, relations)
+    payload = payload_tables(
+        documents, chunks, sentences, images, objects, document_entities, relations, cross_modal_links
+    )
     vectors = {
         "chunks": chunk_vectors,
         "sentences": sentence_vectors,

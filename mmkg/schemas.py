@@ -271,6 +271,29 @@ ANSWERS = pl.Schema(
     }
 )
 
+CROSS_MODAL_LINKS = pl.Schema(
+    {
+        "link_id": Str,
+        "partition": Str,
+        "image_id": Str,
+        "doc_id": Str,
+        "chunk_id": Str,  # the chunk that shows the picture
+        "image_entity": Str,  # the image-side entity's text
+        "kind": Str,  # ocr | label | caption | global
+        "entity_key": Str,  # the linked text entity; null when unaligned or new
+        "entity_name": Str,
+        "score": F32,  # cosine of the image entity to the linked (or nearest) text entity
+        "cluster": I32,  # the spectral cluster it was aligned within (-1: none)
+        "cluster_size": I32,
+        "method": Str,  # spectral | global | new | unaligned
+        "description": Str,  # enriched description (unaligned and new entities)
+        "x0": F32,  # the region that shows it (OCR line, object box); null for caption and global
+        "y0": F32,
+        "x1": F32,
+        "y1": F32,
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
     "documents": DOCUMENTS,
     "images": IMAGES,
@@ -287,6 +310,7 @@ TABLES: dict[str, pl.Schema] = {
     "objects": OBJECTS,
     "grounding_failures": GROUNDING_FAILURES,
     "multimodal_nodes": MULTIMODAL_NODES,
+    "cross_modal_links": CROSS_MODAL_LINKS,
     "answers": ANSWERS,
 }
 

@@ -37,6 +37,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "objects": ("object_id",),
     "grounding_failures": ("image_id", "backend"),
     "multimodal_nodes": ("entity_key",),
+    "cross_modal_links": ("link_id",),
 }
 
 #: Embedding tables: vector table -> (id column, source table).
@@ -61,6 +62,9 @@ REFERENCES: tuple[tuple[str, str, str, str, bool], ...] = (
     ("objects", "image_id", "images", "image_id", False),
     ("objects", "chunk_id", "chunks", "chunk_id", True),  # unattached images have no chunk
     ("document_entities", "doc_id", "documents", "doc_id", False),
+    ("cross_modal_links", "image_id", "images", "image_id", False),
+    ("cross_modal_links", "chunk_id", "chunks", "chunk_id", False),
+    ("cross_modal_links", "entity_key", "entities", "entity_key", True),  # unaligned and new ones link nowhere
 )
 
 UNIT_NORM_TOLERANCE = 1e-3
@@ -130,6 +134,30 @@ def check_schema(df: pl.DataFrame, table: str, partition: str | None = None) -> 
     return _result(
         "schema", problems, f"{table}: {df.height:,} rows match the declared schema", partition, rows=df.height
     )
+
+
+def check_cross_modal_links(df: pl.DataFrame, partition: str | None = None) -> CheckResult:
+    """Aligned links name a text entity and unaligned/new ones do not; scores are cosines; methods and kinds known."""
+    from mmkg.vision.cmel import ALIGNED, KINDS, METHODS
+
+    problems: list[str] = []
+    aligned = pl.col("method").is_in(list(ALIGNED))
+    bad = df.filter(aligned & pl.col("entity_key").is_null())
+    if bad.height:
+        problems.append(f"{bad.height} aligned link(s) without an entity_key, e.g. {_sample(bad['link_id'])}")
+    bad = df.filter(~aligned & pl.col("entity_key").is_not_null())
+    if bad.height:
+        problems.append(f"{bad.height} unaligned or new link(s) naming an entity, e.g. {_sample(bad['link_id'])}")
+    bad = df.filter(~pl.col("score").is_between(-1.0001, 1.0001) | pl.col("score").is_nan())
+    if bad.height:
+        problems.append(f"{bad.height} score(s) outside [-1, 1], e.g. {_sample(bad['link_id'])}")
+    for column, known in (("method", METHODS), ("kind", KINDS)):
+        other = sorted(set(df[column].unique().to_list()) - set(known))
+        if other:
+            problems.append(f"unknown {column}(s) {other}; known: {list(known)}")
+    linked = df.filter(aligned).height
+    return _result("cross_modal_links", problems, f"{linked:,} of {df.height:,} image-side entities linked "
+                   "consistently", partition, rows=df.height, linked=linked)  # fmt: skip
 
 
 def check_references(

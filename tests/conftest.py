@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import socket
 import string
 import subprocess
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import matplotlib
 import pytest
@@ -231,3 +236,50 @@ def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+# -- a scripted OpenAI-compatible chat server on localhost (for LLM steps no real model here can do) ----------
+
+
+class _Scripted(BaseHTTPRequestHandler):
+    """/v1/chat/completions answering from a script, recording what it was asked (the real wire format).
+
+    ``replies`` are returned in order; or ``answer(request body) -> text`` decides from what was asked.
+    """
+
+    replies: ClassVar[list[str]] = []
+    asked: ClassVar[list[dict]] = []
+    answer: ClassVar[Callable[[dict], str] | None] = None
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).asked.append(body)
+        cls = type(self)
+        text = cls.answer(body) if cls.answer is not None else cls.replies[len(cls.asked) - 1]
+        out = json.dumps({
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }).encode()  # fmt: skip
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def scripted_llm() -> Iterator[type[_Scripted]]:
+    handler = type("Handler", (_Scripted,), {"replies": [], "asked": [], "answer": None})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    handler.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
+    try:
+        yield handler
+    finally:
+        server.shutdown()
+        server.server_close()

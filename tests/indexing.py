@@ -16,6 +16,7 @@ PARTITIONED = [
     text.parse,
     text.entities,
     vision.ground_images,
+    vision.cross_modal_links,
     graph_inputs.build_nodes,
     embeddings.embed,
 ]

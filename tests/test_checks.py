@@ -165,6 +165,19 @@ def duplicate_a_chunk_vector(data: Path) -> None:
     pl.concat([pl.read_parquet(other), src.head(1)]).write_parquet(other)
 
 
+def link_without_entity(data: Path) -> None:
+    """An aligned cross-modal link that names no text entity."""
+    path = table_path(data, "cross_modal_links")
+    df = pl.read_parquet(path)
+    if df.is_empty():
+        pytest.skip(f"cross_modal_links of {PARTITION} is empty")
+    first = pl.int_range(pl.len()) == 0
+    df.with_columns(
+        pl.when(first).then(pl.lit("spectral")).otherwise(pl.col("method")).alias("method"),
+        pl.when(first).then(None).otherwise(pl.col("entity_key")).alias("entity_key"),
+    ).write_parquet(path)
+
+
 def point_current_at_missing_version(data: Path) -> None:
     (data / "index" / "CURRENT").write_text("v-missing\n")
 
@@ -177,6 +190,7 @@ BREAKERS: dict[tuple[str, str], tuple[Callable[[Path], None], str]] = {
     },
     **{(t, "finite_unit_norm"): (stretch_first_vector(t), "not unit-norm") for t in validation.VECTOR_TABLES},
     ("incidence_matrices", "ids_line_up"): (reorder_smi_rows, "different order"),
+    ("cross_modal_links", "links_consistent"): (link_without_entity, "aligned link(s) without an entity_key"),
     ("entity_catalog", "schema"): (drop_last_column("entity_catalog"), "missing column"),
     ("graph", "well_formed"): (edge_to_missing_node, "edge to a missing node"),
     ("graph", "counts_match_partitions"): (drop_one_edge, "partitions add up to"),

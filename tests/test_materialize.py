@@ -17,7 +17,10 @@ from mmkg.ingest import list_partitions
 from pipelines.definitions import defs
 from pipelines.resources import default_resources
 
-PARTITIONED = [ingest.ingest, text.chunks, text.parse, text.entities, vision.ground_images, graph_inputs.build_nodes]
+PARTITIONED = [
+    ingest.ingest, text.chunks, text.parse, text.entities, vision.ground_images, vision.cross_modal_links,
+    graph_inputs.build_nodes,
+]  # fmt: skip
 
 
 @dataclass

@@ -9,12 +9,6 @@ whose gibberish must leave the ranking alone.
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
-
 import numpy as np
 import pytest
 
@@ -176,45 +170,6 @@ def test_r2ag_respects_filters_and_validates_parameters(art_index: Index):
 
 
 # -- implicit chain-of-thought through a generation backend ---------------------------------------------------
-
-
-class _Scripted(BaseHTTPRequestHandler):
-    """/v1/chat/completions answering from a script, recording what it was asked (the real wire format)."""
-
-    replies: ClassVar[list[str]] = []
-    asked: ClassVar[list[dict]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).asked.append(body)
-        text = type(self).replies[len(type(self).asked) - 1]
-        out = json.dumps({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }).encode()  # fmt: skip
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-@pytest.fixture
-def scripted_llm() -> Iterator[type[_Scripted]]:
-    handler = type("Handler", (_Scripted,), {"replies": [], "asked": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    try:
-        yield handler
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_icot_relations_verified_above_the_threshold_join_the_subgraph(art_index: Index, scripted_llm):

@@ -37,7 +37,7 @@ def _chunk(idx: Index, res, source: str):
 
 
 def test_registry_names_every_strategy_and_refuses_unknown_names():
-    assert {"mg2", "mkg", "r2ag"} <= set(STRATEGIES)
+    assert {"mg2", "mkg", "r2ag", "mmgraph"} <= set(STRATEGIES)
     with pytest.raises(ValueError, match=r"unknown strategy 'nope'.*'mg2'.*'mkg'"):
         get_strategy("nope")
     with pytest.raises(ValueError, match=r"unknown preset 'fast' for strategy mkg; choose one of \['paper'\]"):
@@ -72,7 +72,7 @@ def test_query_object_and_modalities(idx: Index, tmp_path: Path):
     assert q.modalities == {"text", "image"} and isinstance(q.image, Path)
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF")
-    for name in ("mg2", "mkg", "r2ag"):
+    for name in ("mg2", "mkg", "r2ag", "mmgraph"):
         with pytest.raises(ValueError, match=rf"strategy {name} does not answer \['audio'\] queries"):
             idx.search(Query(audio=audio), k=3, strategy=name)
     res = idx.search(Query(text=QUESTION), k=2, strategy="mkg")

@@ -59,12 +59,23 @@ class PublishResult:
     reused: bool  # nothing changed: the current version was kept
 
 
-def fingerprint(vectors: dict[str, pl.DataFrame], graph: Graph) -> tuple[dict[str, str], str]:
-    """Per-partition digests of the published ids (ids are content hashes) and one of the graph."""
+def fingerprint(
+    vectors: dict[str, pl.DataFrame], graph: Graph, links: pl.DataFrame | None = None
+) -> tuple[dict[str, str], str]:
+    """Per-partition digests of the published ids (ids are content hashes) and one of the graph.
+
+    ``links`` (the cross-modal entity links) count by link id and linked entity: an alignment that
+    changes without any vector changing still publishes a new version.
+    """
     per: dict[str, hashlib._Hash] = {}
-    for name in sorted(vectors):
-        df = vectors[name].select("partition", ID_COLUMN[name]).sort("partition", ID_COLUMN[name])
-        for part, ids in df.group_by("partition", maintain_order=True).agg(pl.col(ID_COLUMN[name])).iter_rows():
+    tables = {name: vectors[name].select("partition", pl.col(ID_COLUMN[name]).alias("_id")) for name in vectors}
+    if links is not None and links.height:
+        tables["cross_modal_links"] = links.select(
+            "partition", pl.concat_str(["link_id", pl.col("entity_key").fill_null("")], separator=":").alias("_id")
+        )
+    for name in sorted(tables):
+        df = tables[name].sort("partition", "_id")
+        for part, ids in df.group_by("partition", maintain_order=True).agg(pl.col("_id")).iter_rows():
             h = per.setdefault(part, hashlib.blake2b(digest_size=16))
             h.update(name.encode())
             h.update("\x1f".join(ids).encode())
@@ -145,12 +156,14 @@ def payload_tables(
     objects: pl.DataFrame,
     document_entities: pl.DataFrame | None = None,
     relations: pl.DataFrame | None = None,
+    cross_modal_links: pl.DataFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """What results quote from, out of the partitions' tables (all partitions concatenated).
 
     Images and objects keep one row per occurrence here; ``publish_index`` collapses them to one unit per
     content id and keeps the occurrences apart (``mmkg.index.units``). Entities per document and relations
-    are what mKG-RAG and R2AG select and cite.
+    are what mKG-RAG and R2AG select and cite; cross-modal links are the typed image–entity edges MMGraphRAG
+    traverses (kept beside the PPR graph, which they do not change).
     """
     docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
     image_cols = [*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height"]
@@ -164,6 +177,7 @@ def payload_tables(
         "objects": objects.select(OBJECT_PAYLOAD),
         **({"document_entities": document_entities} if document_entities is not None else {}),
         **({"relations": relations.select(RELATION_PAYLOAD)} if relations is not None else {}),
+        **({"cross_modal_links": cross_modal_links} if cross_modal_links is not None else {}),
     }
 
 
@@ -202,7 +216,7 @@ def publish_index(
             units.vectors["chunks"], units.vectors["images"], units.payload["image_occurrences"]
         )
     root.mkdir(parents=True, exist_ok=True)
-    parts, graph_fp = fingerprint(vectors, graph)
+    parts, graph_fp = fingerprint(vectors, graph, payload.get("cross_modal_links"))
     previous: Manifest | None = None
     if (root / CURRENT).exists():
         previous = Manifest.read(root / "versions" / current_version(root))

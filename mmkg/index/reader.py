@@ -482,6 +482,10 @@ class Index:
             )
         return self._units[name]
 
+    def has_payload(self, name: str) -> bool:
+        """Whether this version has the payload table ``name`` (newer tables are missing from older versions)."""
+        return name in self._payload or (self.folder / f"{name}.parquet").exists()
+
     def payload(self, name: str) -> pl.DataFrame:
         """A payload table of this version by name (e.g. ``document_entities``, ``relations``), read on first use."""
         if name not in self._payload:

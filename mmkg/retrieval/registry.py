@@ -7,6 +7,7 @@ from typing import Any
 from mmkg.retrieval.base import Params, Strategy
 from mmkg.retrieval.mg2 import MG2
 from mmkg.retrieval.mkg import MKG
+from mmkg.retrieval.mmgraph import MMGraph
 from mmkg.retrieval.r2ag import R2AG
 
 #: name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``, ``retrieve``)
@@ -14,6 +15,7 @@ STRATEGIES: dict[str, type] = {
     MG2.name: MG2,
     MKG.name: MKG,
     R2AG.name: R2AG,
+    MMGraph.name: MMGraph,
 }
 
 DEFAULT_STRATEGY = MG2.name
