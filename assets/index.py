@@ -121,7 +121,7 @@ def retrieval_index(
         "document_entities": document_entity_vectors,
         "relations": relation_vectors,
     }
-    result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions)
+    result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions, log=context.log.info)
     if result.reused:
         context.log.info(f"nothing changed since {result.version}: kept it")
     else:

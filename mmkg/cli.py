@@ -240,6 +240,74 @@ def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("-
     console.print(t)
 
 
+@index_app.command("versions")
+def index_versions(index: IndexPath = None) -> None:
+    """The published versions under the index root, oldest first; the current one is marked."""
+    from mmkg.index.manifest import CURRENT, current_version, list_versions
+
+    root = _root(index)
+    try:
+        current = current_version(root)
+    except (FileNotFoundError, ValueError) as exc:
+        current = None
+        console.print(f"[yellow]{CURRENT}:[/] {exc}")
+    for v in list_versions(root):
+        console.print(f"{'*' if v == current else ' '} {v}")
+
+
+@index_app.command("verify")
+def index_verify(
+    index: IndexPath = None,
+    version: Annotated[str | None, typer.Option(help="Version to verify (default: the current one).")] = None,
+) -> None:
+    """Read every file of a version and compare it with the checksums its manifest recorded; exit 2 on damage."""
+    from mmkg.index.integrity import verify
+    from mmkg.index.manifest import Manifest, check_version_name, current_version
+
+    root = _root(index)
+    try:
+        name = check_version_name(version, "--version") if version else current_version(root)
+        folder = root / "versions" / name
+        if not folder.exists():
+            raise FileNotFoundError(f"index version {name} not found under {root}")
+        manifest = Manifest.read(folder)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    problems = verify(root, manifest)
+    if problems:
+        for line in problems:
+            console.print(f"[red]damaged:[/] {line}")
+        console.print(f"version {name}: {len(problems)} problem(s); `mmkg index rollback VERSION` points CURRENT at "
+                      "another version, or publish again")  # fmt: skip
+        raise typer.Exit(2)
+    console.print(f"version {name}: {len(manifest.files):,} files verified, all as published")
+
+
+@index_app.command("rollback")
+def index_rollback(version: Annotated[str, typer.Argument(help="A version name from `mmkg index versions`.")],
+                   index: IndexPath = None) -> None:  # fmt: skip
+    """Point CURRENT at an earlier (or later) published version, atomically, after checking it opens."""
+    from mmkg.index.lock import PublishLocked, publish_lock
+    from mmkg.index.manifest import check_version_name, list_versions, set_current
+    from mmkg.index.publish import verify_version
+
+    root = _root(index)
+    try:
+        check_version_name(version, "the version asked for")
+        if version not in list_versions(root):
+            raise ValueError(f"no published version {version} under {root}; versions: {list_versions(root)}")
+        with publish_lock(root, wait=False):
+            problems = verify_version(root, version)
+            if problems:
+                raise ValueError(f"version {version} does not open cleanly: {'; '.join(problems)}")
+            set_current(root, version)
+    except (ValueError, PublishLocked) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"CURRENT -> {version}")
+
+
 # -- mmkg eval ---------------------------------------------------------------------------------------
 
 DATASETS = Path("../shared/datasets")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +30,9 @@ from mmkg.embedding import chunk_texts
 from mmkg.entities import merge_mentions
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
-from mmkg.index.manifest import CURRENT, EncoderSpec, Manifest, current_version, set_current
+from mmkg.index.integrity import file_sums, version_files
+from mmkg.index.lock import publish_lock
+from mmkg.index.manifest import CURRENT, MANIFEST, EncoderSpec, Manifest, current_version, set_current
 from mmkg.index.units import (
     ID_COLUMN,
     IMAGE_OCCURRENCE_COLUMNS,
@@ -190,6 +194,48 @@ def publish_index(
     mentions: pl.DataFrame,
     ann_min_rows: int | None = None,
     ann_index_type: str | None = None,
+    wait: bool = True,
+    lock_timeout: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> PublishResult:
+    """Publish under the index root's lock (one publisher at a time), after removing what dead publishes left.
+
+    ``wait=False`` fails at once with ``PublishLocked`` when another publish holds the lock; otherwise
+    this waits (up to ``lock_timeout`` seconds), saying once what it waits for through ``log``.
+    """
+    root = Path(root)
+    with publish_lock(root, wait=wait, timeout=lock_timeout, on_wait=log):
+        removed = remove_leftovers(root)
+        if removed and log is not None:
+            log(f"removed what an interrupted publish left: {', '.join(removed)}")
+        return _publish(root, encoder, graph, vectors, payload, mentions, ann_min_rows, ann_index_type)
+
+
+def remove_leftovers(root: Path) -> list[str]:
+    """Version folders without a manifest and temporary files of dead publishes (call only under the lock)."""
+    out = []
+    versions = root / "versions"
+    if versions.exists():
+        for p in sorted(versions.iterdir()):
+            if p.is_dir() and not (p / MANIFEST).exists():
+                shutil.rmtree(p)
+                out.append(f"versions/{p.name}")
+    if root.exists():
+        for p in sorted(root.glob(f".{CURRENT}-*")):
+            p.unlink(missing_ok=True)
+            out.append(p.name)
+    return out
+
+
+def _publish(
+    root: Path,
+    encoder: EncoderSpec,
+    graph: Graph,
+    vectors: dict[str, pl.DataFrame],
+    payload: dict[str, pl.DataFrame],
+    mentions: pl.DataFrame,
+    ann_min_rows: int | None = None,
+    ann_index_type: str | None = None,
 ) -> PublishResult:
     """Publish a new version from every partition's vectors and tables; reuse the current one if unchanged.
 
@@ -310,6 +356,7 @@ def publish_index(
         **graph.counts(),
         **{name: units.vectors[name].height for name in tables},
     }
+    files = file_sums(root, version_files(root, version, lance_versions), previous.files if previous else None)
     manifest = Manifest(
         version=version,
         encoder=encoder,
@@ -318,6 +365,7 @@ def publish_index(
         lance_versions=lance_versions,
         ann_indexed=ann,
         counts=counts,
+        files=files,
     )
     manifest.write(folder)  # last file of the version: its presence means the version is complete
     problems = verify_version(root, version)

@@ -239,13 +239,18 @@ class Index:
         graph, and ``self_check``; text and image queries then raise).
         """
         from mmkg.encoders import check_compatible, load_encoder
+        from mmkg.index.integrity import check_sizes, damaged_message
+        from mmkg.index.manifest import check_version_name
 
         root = Path(path)
-        version = version or current_version(root)
+        version = check_version_name(version, "the version asked for") if version else current_version(root)
         folder = root / "versions" / version
         if not folder.exists():
             raise FileNotFoundError(f"index version {version} not found under {root}; versions: {list_versions(root)}")
         manifest = Manifest.read(folder)
+        problems = check_sizes(root, manifest)  # cheap: missing or truncated files (mmkg index verify reads them)
+        if problems:
+            raise ValueError(damaged_message(root, version, problems))
         if encoder is False:
             return cls(root, manifest, None, ppr_engine)
         if encoder is None:

@@ -1,0 +1,94 @@
+"""Checksums of every file a published version reads, a cheap size check on open, and a full verify.
+
+At publish, the manifest records ``[size, blake2b]`` for each file of the version folder and for the
+files of the LanceDB tables it pins (data, deletion, index and version files; ``_latest.manifest`` and
+``latest_version_hint.json``, which LanceDB rewrites, are left out). Lance files are immutable once
+written, so a file the previous version already recorded with the same size keeps its recorded digest
+instead of being read again:
+the cost of a publish grows with what changed, and damage to an old file is never re-blessed.
+
+``check_sizes`` (run by ``Index.open``) stats the files: a missing or truncated one is an error that
+names it. ``verify`` (``mmkg index verify``) reads every byte and names each file whose digest
+differs: flipped bytes of the same size are caught there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from mmkg.index.manifest import MANIFEST, Manifest
+
+CHUNK = 1 << 20
+SKIP = {"_latest.manifest", "latest_version_hint.json"}  # rewritten by LanceDB on every new table version
+
+
+def digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as fh:
+        while block := fh.read(CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def version_files(root: Path, version: str, tables: Iterable[str]) -> list[Path]:
+    """The files a version reads: its folder (manifest excepted) and its LanceDB tables' files."""
+    folder = root / "versions" / version
+    out = [p for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST]
+    for name in tables:
+        lance = root / "lance" / f"{name}.lance"
+        out += [p for p in lance.rglob("*") if p.is_file() and p.name not in SKIP]
+    return sorted(out)
+
+
+def file_sums(root: Path, files: Iterable[Path], previous: dict[str, tuple[int, str]] | None = None) -> dict:
+    """``{path relative to root: (size, digest)}``, reusing the previous version's digest of an unchanged Lance file."""
+    previous = previous or {}
+    out: dict[str, tuple[int, str]] = {}
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        size = path.stat().st_size
+        old = previous.get(rel)
+        if old is not None and rel.startswith("lance/") and int(old[0]) == size:
+            out[rel] = (size, str(old[1]))
+        else:
+            out[rel] = (size, digest(path))
+    return out
+
+
+def _way_out(root: Path, version: str) -> str:
+    return (f"point CURRENT at another version with `mmkg index rollback VERSION --index {root}` "
+            f"(`mmkg index versions` lists them), or publish again")  # fmt: skip
+
+
+def check_sizes(root: Path, manifest: Manifest) -> list[str]:
+    """Files of the version that are missing or have another size than recorded (cheap: no reading)."""
+    problems = []
+    for rel, (size, _) in manifest.files.items():
+        path = root / rel
+        if not path.exists():
+            problems.append(f"{path} is missing")
+        elif path.stat().st_size != int(size):
+            problems.append(f"{path} has {path.stat().st_size:,} bytes, {int(size):,} when published")
+    return problems
+
+
+def verify(root: Path, manifest: Manifest) -> list[str]:
+    """Every file of the version read and compared with its recorded digest; what differs, one line per file."""
+    if not manifest.files:
+        return [f"version {manifest.version} was published without checksums (an older mmkg): publish again"]
+    problems = check_sizes(root, manifest)
+    bad = {p.split(" ")[0] for p in problems}
+    for rel, (_, want) in manifest.files.items():
+        path = root / rel
+        if str(path) in bad:
+            continue
+        if digest(path) != want:
+            problems.append(f"{path} is damaged: its bytes differ from what was published (same size)")
+    return problems
+
+
+def damaged_message(root: Path, version: str, problems: list[str]) -> str:
+    return f"index version {version} at {root} is damaged: " + "; ".join(problems[:5]) + (
+        f" (+{len(problems) - 5} more)" if len(problems) > 5 else "") + f". {_way_out(root, version)}"  # fmt: skip

@@ -1,0 +1,151 @@
+"""A published index survives races and damage: the publish lock, leftovers of dead publishes, checksums, rollback.
+
+Publishes run in processes of their own (``tests/publish_worker.py``) from the hand-written art corpus's
+partition tables, so two can race for real and a lock holder can be SIGKILLed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ArtCorpus
+from typer.testing import CliRunner
+
+from mmkg.cli import app
+from mmkg.index import Index
+from mmkg.index.lock import PublishLocked, publish_lock
+from mmkg.index.manifest import CURRENT, current_version, list_versions
+
+WORKER = Path(__file__).parent / "publish_worker.py"
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def _publish(data: Path, root: Path, partitions: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(WORKER), str(data), str(root), partitions],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)  # fmt: skip
+
+
+def _copy_index(art: ArtCorpus, tmp_path: Path) -> Path:
+    root = tmp_path / "index"
+    shutil.copytree(art.data / "index", root)
+    return root
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_two_publishes_released_at_once_land_one_after_the_other(art: ArtCorpus, tmp_path: Path):
+    root = tmp_path / "index"
+    logs = [tmp_path / "a.err", tmp_path / "b.err"]
+    with publish_lock(root):  # both start while a third holds the lock, then race for it when it is released
+        procs = []
+        for log, parts in zip(logs, ("art,other", "art"), strict=True):
+            with log.open("w") as err:
+                procs.append(subprocess.Popen([sys.executable, str(WORKER), str(art.data), str(root), parts],
+                                              stdout=subprocess.PIPE, stderr=err, text=True, env=ENV))  # fmt: skip
+        deadline = time.monotonic() + 180
+        while not all("waiting for another publish" in log.read_text() for log in logs):
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs), [x.read_text() for x in logs]
+            time.sleep(0.2)
+    outs = [p.communicate(timeout=300)[0].strip() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [x.read_text() for x in logs]
+    assert sorted(list_versions(root)) == sorted(outs) and current_version(root) in outs
+    idx = Index.open(root)  # the last one to publish is current, and whole
+    assert idx.retrieve(text="Where was Margit Holm born?", k=1).chunks[0].source_path == "art/margit_holm.md"
+    for version in outs:
+        out = _cli("index", "verify", "--index", str(root), "--version", version)
+        assert out.exit_code == 0 and "all as published" in out.output, out.output
+
+
+def test_no_wait_fails_at_once_naming_the_holder(tmp_path: Path):
+    root = tmp_path / "index"
+    with publish_lock(root):
+        held = rf"another publish holds .*publish.lock \(pid {os.getpid()} on "
+        with pytest.raises(PublishLocked, match=held), publish_lock(root, wait=False):
+            pass
+        t0 = time.monotonic()
+        with pytest.raises(PublishLocked, match=r"waited 0s for the publish lock"), publish_lock(root, timeout=0.3):
+            pass
+        assert time.monotonic() - t0 < 5
+    with publish_lock(root, wait=False):  # released: free again
+        pass
+
+
+def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path):
+    root = tmp_path / "index"
+    code = ("import sys, time; from pathlib import Path; from mmkg.index.lock import publish_lock\n"
+            "with publish_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", code, str(root)], stdout=subprocess.PIPE, text=True, env=ENV)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with pytest.raises(PublishLocked, match=rf"pid {holder.pid}"), publish_lock(root, wait=False):
+        pass
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    with publish_lock(root, wait=False):  # the kernel released it with the process
+        pass
+
+
+def test_a_publish_removes_what_dead_publishes_left(art: ArtCorpus, tmp_path: Path):
+    root = _copy_index(art, tmp_path)
+    partial = root / "versions" / "v20000101T000000000000-deadbeef"
+    partial.mkdir()
+    (partial / "graph.npz").write_bytes(b"half")
+    (root / f".{CURRENT}-x1y2").write_text("v-half")
+    p = _publish(art.data, root, "art")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert not partial.exists() and not list(root.glob(f".{CURRENT}-*"))
+    assert "removed what an interrupted publish left: versions/v20000101T000000000000-deadbeef, .CURRENT-x1y2" in err
+    assert current_version(root) == out.strip()
+
+
+def test_damage_is_reported_with_the_file_and_the_way_out(art: ArtCorpus, tmp_path: Path):
+    root = _copy_index(art, tmp_path)
+    version = current_version(root)
+    data_file = sorted((root / "lance" / "chunks.lance" / "data").glob("*.lance"))[0]
+    raw = bytearray(data_file.read_bytes())
+    raw[len(raw) // 2 : len(raw) // 2 + 64] = bytes(b ^ 0xFF for b in raw[len(raw) // 2 : len(raw) // 2 + 64])
+    data_file.write_bytes(bytes(raw))  # same size: only the checksum can tell
+    Index.open(root, encoder=False)  # the cheap size check passes
+    out = _cli("index", "verify", "--index", str(root))
+    assert out.exit_code == 2 and f"{data_file.name} is damaged" in out.output.replace("\n", "")
+    graph = root / "versions" / version / "graph.npz"
+    graph.write_bytes(graph.read_bytes()[:100])  # truncated
+    with pytest.raises(ValueError, match=r"graph.npz has 100 bytes, .* when published.*mmkg index rollback"):
+        Index.open(root, encoder=False)
+    out = _cli("index", "info", "--index", str(root))
+    assert out.exit_code == 2 and "graph.npz has 100 bytes" in out.output and "Traceback" not in out.output
+    (root / CURRENT).write_text("../../elsewhere/versions/v1\n")  # a path: never followed
+    out = _cli("index", "info", "--index", str(root))
+    assert out.exit_code == 2 and "is not a version name" in out.output
+    (root / CURRENT).write_bytes(b"\xff\xfe\x00junk")
+    out = _cli("index", "info", "--index", str(root))
+    assert out.exit_code == 2 and "is not a version name" in out.output
+    (root / CURRENT).write_text(version + "\n")
+    (root / "versions" / version / "manifest.json").write_text('{"format_version": 1, "vers')
+    out = _cli("index", "info", "--index", str(root))
+    assert out.exit_code == 2 and "manifest.json is damaged (JSONDecodeError" in out.output.replace("\n", "")
+
+
+def test_rollback_moves_current_back(art: ArtCorpus, tmp_path: Path):
+    root = _copy_index(art, tmp_path)
+    first = current_version(root)
+    p = _publish(art.data, root, "art")
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err and current_version(root) == out.strip() != first
+    res = _cli("index", "rollback", first, "--index", str(root))
+    assert res.exit_code == 0 and current_version(root) == first
+    listed = _cli("index", "versions", "--index", str(root)).output
+    assert f"* {first}" in listed and f"  {out.strip()}" in listed
+    res = _cli("index", "rollback", "v-nope", "--index", str(root))
+    assert res.exit_code == 2 and "no published version v-nope" in res.output
+    res = _cli("index", "rollback", "../x", "--index", str(root))
+    assert res.exit_code == 2 and "is not a version name" in res.output
