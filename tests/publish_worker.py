@@ -50,6 +50,48 @@ def main(data: Path, root: Path, partitions: list[str], wait: bool) -> int:
     return 0
 
 
+def killed_then_republished(data: Path, root: Path, point: str, first: str, second: str, question: str) -> dict:
+    """Publish partitions ``first`` with ``point`` armed (the process kills itself there), then ``second``.
+
+    Returns what the safety test and ``benchmarks/failpoints.py`` check: return codes, ``CURRENT`` after
+    each step, whether the second version verifies and answers from its own partitions only, and what
+    was left lying around.
+    """
+    import os
+    import subprocess
+
+    from typer.testing import CliRunner
+
+    from mmkg.cli import app
+    from mmkg.index import Index
+    from mmkg.index.manifest import CURRENT, MANIFEST, current_version
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    before = current_version(root)
+    killed = subprocess.run([sys.executable, __file__, str(data), str(root), first], capture_output=True, text=True,
+                            env={**env, "MMKG_FAILPOINTS": f"{point}=kill"}, timeout=600)  # fmt: skip
+    after_kill = current_version(root)
+    opens_after_kill = True
+    try:
+        Index.open(root, encoder=False)
+    except Exception:
+        opens_after_kill = False
+    again = subprocess.run([sys.executable, __file__, str(data), str(root), second], capture_output=True, text=True,
+                           env=env, timeout=600)  # fmt: skip
+    verified = CliRunner().invoke(app, ["index", "verify", "--index", str(root)])
+    idx = Index.open(root)
+    top = idx.retrieve(text=question, k=3)
+    return {
+        "killed_rc": killed.returncode, "current_before": before, "current_after_kill": after_kill,
+        "opens_after_kill": opens_after_kill, "second_rc": again.returncode, "second_err": again.stderr[-2000:],
+        "second_version": again.stdout.strip(), "current": current_version(root), "verify_rc": verified.exit_code,
+        "verify": verified.output, "sources": {c.source_path for c in top.chunks},
+        "partitions": sorted(idx.manifest.partitions),
+        "leftovers": [p.name for p in (root / "versions").iterdir() if not (p / MANIFEST).exists()]
+        + [p.name for p in root.glob(f".{CURRENT}-*")],
+    }  # fmt: skip
+
+
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     sys.exit(main(Path(args[0]), Path(args[1]), args[2].split(","), "--no-wait" not in sys.argv))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ArtCorpus
+from publish_worker import killed_then_republished
 from typer.testing import CliRunner
 
 from mmkg.cli import app
@@ -149,3 +150,40 @@ def test_rollback_moves_current_back(art: ArtCorpus, tmp_path: Path):
     assert res.exit_code == 2 and "no published version v-nope" in res.output
     res = _cli("index", "rollback", "../x", "--index", str(root))
     assert res.exit_code == 2 and "is not a version name" in res.output
+
+
+# -- a publish killed at a named point, then a different publish -----------------------------------------------
+
+CI_POINTS = [
+    "publish.locked",
+    "publish.lance.chunks.changed",
+    "publish.lance.objects.changed",
+    "publish.files.payload",
+    "publish.manifest.written",
+    "publish.verified",
+    "publish.current.moved",
+]
+
+
+@pytest.mark.parametrize("point", CI_POINTS)
+def test_a_publish_killed_at_a_failpoint_never_spoils_the_next(art: ArtCorpus, tmp_path: Path, point: str):
+    r = killed_then_republished(art.data, _copy_index(art, tmp_path), point, "art", "other",
+                                "Which is the largest lake in Sweden?")  # fmt: skip
+    assert r["killed_rc"] == -signal.SIGKILL  # it really died there
+    if point != "publish.current.moved":
+        assert r["current_after_kill"] == r["current_before"]  # CURRENT never moved to a half-published version
+    assert r["second_rc"] == 0, r["second_err"]
+    assert r["current"] == r["second_version"] and r["verify_rc"] == 0, r["verify"]
+    assert r["partitions"] == ["other"] and {s.split("/")[0] for s in r["sources"]} == {"other"}
+    assert r["leftovers"] == []
+
+
+def test_failpoints_are_listed_and_a_misspelt_one_is_an_error(art: ArtCorpus, tmp_path: Path):
+    listed = subprocess.run([sys.executable, "-m", "mmkg.faults"], capture_output=True, text=True, env=ENV, timeout=60)
+    points = listed.stdout.split()
+    assert set(CI_POINTS) <= set(points) and len(points) == len(set(points)) >= 20
+    env = {**ENV, "MMKG_FAILPOINTS": "publish.lockd=kill"}
+    run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(tmp_path / "index"), "art"],
+                         capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert run.returncode != 0 and "MMKG_FAILPOINTS: 'publish.lockd=kill' is not <point>=kill" in run.stderr
+    assert not (tmp_path / "index").exists() or not list((tmp_path / "index").glob("versions/*"))

@@ -73,6 +73,8 @@ class PropertyGraph:
         self._df: dict[str, int] | None = None
         self._names: dict[str, str] | None = None
         self._vectors: dict[str, np.ndarray] = {}
+        self._chunk_sentences: dict[str, list[str]] | None = None
+        self._picture_rows: tuple[dict[str, dict], dict[str, list[dict]]] | None = None
 
     @classmethod
     def of(cls, index: Index) -> PropertyGraph:
@@ -118,7 +120,7 @@ class PropertyGraph:
         return frozenset(ents)
 
     def _sentences_of(self) -> dict[str, list[str]]:
-        if not hasattr(self, "_chunk_sentences"):
+        if self._chunk_sentences is None:
             grouped = self.index.sentences.group_by("chunk_id", maintain_order=True).agg(pl.col("sentence_id"))
             self._chunk_sentences = dict(zip(grouped["chunk_id"].to_list(), grouped["sentence_id"].to_list(),
                                              strict=True))  # fmt: skip
@@ -174,7 +176,7 @@ class PropertyGraph:
 
     def _pictures(self) -> tuple[dict[str, dict], dict[str, list[dict]]]:
         """Picture rows by image id, and each picture's object rows (built once per view)."""
-        if not hasattr(self, "_picture_rows"):
+        if self._picture_rows is None:
             images = {r["image_id"]: r for r in self.index.images.iter_rows(named=True)}
             objects_of: dict[str, list[dict]] = defaultdict(list)
             for o in self.index.objects.iter_rows(named=True):

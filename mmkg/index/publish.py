@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from mmkg.embedding import chunk_texts
 from mmkg.entities import merge_mentions
+from mmkg.faults import armed_points, failpoint
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
 from mmkg.index.integrity import file_sums, version_files
@@ -204,11 +205,16 @@ def publish_index(
     this waits (up to ``lock_timeout`` seconds), saying once what it waits for through ``log``.
     """
     root = Path(root)
+    armed_points()  # a misspelt MMKG_FAILPOINTS is an error before anything is touched
     with publish_lock(root, wait=wait, timeout=lock_timeout, on_wait=log):
         removed = remove_leftovers(root)
         if removed and log is not None:
             log(f"removed what an interrupted publish left: {', '.join(removed)}")
-        return _publish(root, encoder, graph, vectors, payload, mentions, ann_min_rows, ann_index_type)
+        failpoint("publish.locked")
+        result = _publish(root, encoder, graph, vectors, payload, mentions, ann_min_rows, ann_index_type)
+        if not result.reused:
+            failpoint("publish.current.moved")
+        return result
 
 
 def remove_leftovers(root: Path) -> list[str]:
@@ -292,6 +298,7 @@ def _publish(
         else:
             if tbl.version != pinned:
                 tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
+            failpoint(f"publish.lance.{name}.restored")
             if name in SHARED:
                 _sync_by_id(tbl, rows)
             else:
@@ -301,6 +308,7 @@ def _publish(
                 fresh = units.vectors[name].filter(pl.col("partition").is_in(changed))
                 if fresh.height:
                     tbl.add(_arrow(fresh, name, encoder.dim))
+            failpoint(f"publish.lance.{name}.changed")
         n_rows = tbl.count_rows()
         if n_rows != rows.num_rows:
             raise PublishError(
@@ -325,8 +333,10 @@ def _publish(
     folder = root / "versions" / version
     folder.mkdir(parents=True)
     graph.save(folder)
+    failpoint("publish.files.graph")
     for name, df in units.payload.items():
         df.write_parquet(folder / f"{name}.parquet")
+    failpoint("publish.files.payload")
     entity_keys = graph.nodes.filter(pl.col("kind") == "entity")["key"].to_list()
     keyset = set(entity_keys)
     # names and counts of the graph's entities: what query linking and readers show for a node
@@ -356,6 +366,7 @@ def _publish(
         **graph.counts(),
         **{name: units.vectors[name].height for name in tables},
     }
+    failpoint("publish.files.written")
     files = file_sums(root, version_files(root, version, lance_versions), previous.files if previous else None)
     manifest = Manifest(
         version=version,
@@ -368,6 +379,7 @@ def _publish(
         files=files,
     )
     manifest.write(folder)  # last file of the version: its presence means the version is complete
+    failpoint("publish.manifest.written")
     problems = verify_version(root, version)
     if problems:
         failed = root / "failed" / version
@@ -378,6 +390,7 @@ def _publish(
             f"{previous.version if previous else '(none)'}: " + "; ".join(problems) + f". The version was moved to "
             f"{failed}. Re-run the publish; if it fails again, report the error with that folder"
         )
+    failpoint("publish.verified")
     set_current(root, version)
     return PublishResult(version, manifest, changed, removed, reused=False)
 
