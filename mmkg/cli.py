@@ -56,7 +56,7 @@ def _params(pairs: list[str] | None) -> dict[str, str]:
 def query(
     text: Annotated[str | None, typer.Argument(help="Text query.")] = None,
     image: Annotated[Path | None, typer.Option("--image", help="Image query (file path).")] = None,
-    k: Annotated[int, typer.Option("--k", help="Chunks to return.")] = 5,
+    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Chunks to return.")] = 5,
     strategy: Annotated[
         str, typer.Option("--strategy", help="Retrieval strategy, optionally NAME:PRESET (mmkg strategies lists them).")
     ] = "mg2",
@@ -87,6 +87,12 @@ def query(
         raise typer.Exit(2) from exc
     filters = {key: vals for key, vals in (("doc_id", doc), ("partition", partition)) if vals}
     idx = _open(index, version)
+    known = set(idx.documents["partition"].unique().to_list())
+    unknown = sorted(set(partition or []) - known)
+    if unknown:
+        console.print(f"[red]error:[/] no partition {', '.join(map(repr, unknown))} in this index; "
+                      f"partitions: {sorted(known)}")  # fmt: skip
+        raise typer.Exit(2)
     try:
         result = idx.retrieve(
             text=text, image=image, k=k, strategy=strategy, preset=preset, filters=filters or None, **overrides
@@ -306,6 +312,76 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     console.print(f"CURRENT -> {version}")
+
+
+# -- mmkg sql, mmkg graph export -----------------------------------------------------------------------
+
+graph_app = typer.Typer(help="Export the published graph.", no_args_is_help=True)
+FORMAT_HELP = "graphml (Gephi, igraph, NetworkX), json (node-link), parquet (nodes and edges tables)"
+app.add_typer(graph_app, name="graph")
+
+
+@app.command()
+def sql(
+    statement: Annotated[str, typer.Argument(help="A DuckDB SQL statement over the data root's tables.")],
+    data_root: Annotated[
+        Path | None, typer.Option("--data-root", help="Data root (default: $MMKG_DATA_ROOT, else .mmkg).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines.")] = False,
+    max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Rows shown in the table view.")] = 50,
+) -> None:
+    """SQL over every table: one view per table (all partitions), the current index version as schema idx.
+
+    Examples: SELECT partition, count(*) FROM chunks GROUP BY partition;
+    SELECT label, count(*) FROM entity_mentions GROUP BY label ORDER BY 2 DESC;
+    SELECT image_entity, entity_name, score FROM idx.cross_modal_links WHERE method = 'spectral'.
+    """
+    import duckdb
+
+    from mmkg.tables import connect
+
+    root = data_root or get_settings().data_root
+    try:
+        rel = connect(root).sql(statement)
+    except (FileNotFoundError, duckdb.Error) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if rel is None:  # a statement without rows (CREATE, SET, ...)
+        return
+    columns, rows = rel.columns, rel.fetchall()
+    if as_json:
+        for row in rows:
+            print(json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False, default=str))
+        return
+    t = Table(*columns)
+    for row in rows[:max_rows]:
+        t.add_row(*(str(v) for v in row))
+    console.print(t)
+    if len(rows) > max_rows:
+        console.print(f"[dim]{len(rows) - max_rows} more rows (--max-rows, or --json for all)[/]")
+
+
+@graph_app.command("export")
+def graph_export(
+    out: Annotated[Path, typer.Option("--out", help="File to write (a folder for parquet).")],
+    fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "graphml",
+    index: IndexPath = None,
+    version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
+) -> None:
+    """Write the published graph (chunk, picture and entity nodes; weighted undirected edges) for graph tools."""
+    from mmkg.graph_export import FORMATS, export
+    from mmkg.index import Index
+
+    if fmt not in FORMATS:
+        console.print(f"[red]error:[/] unknown format {fmt!r}; choose one of {list(FORMATS)}")
+        raise typer.Exit(2)
+    try:
+        idx = Index.open(_root(index), version=version, encoder=False)  # no model: the graph only
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    written = export(idx, fmt, out)
+    console.print(f"graph of {idx.version}: {idx.graph.n:,} nodes, {idx.graph.adjacency.nnz // 2:,} edges -> {written}")
 
 
 # -- mmkg eval ---------------------------------------------------------------------------------------
