@@ -59,8 +59,8 @@ def publish_lock(
                 who = holder(root)
                 if not wait:
                     raise PublishLocked(
-                        f"another publish holds {root / LOCK_FILE} ({who}); wait for it to finish, or run again "
-                        "without --no-wait to wait"
+                        f"another publish holds {root / LOCK_FILE} ({who}); wait for it to finish and publish "
+                        "again, or let this publish wait for it (the default)"
                     ) from None
                 if timeout is not None and time.monotonic() - t0 > timeout:
                     raise PublishLocked(
