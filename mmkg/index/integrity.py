@@ -62,30 +62,31 @@ def _way_out(root: Path, version: str) -> str:
             f"(`mmkg index versions` lists them), or publish again")  # fmt: skip
 
 
+def _size_problem(path: Path, size: int) -> str | None:
+    if not path.exists():
+        return f"{path} is missing"
+    if path.stat().st_size != int(size):
+        return f"{path} has {path.stat().st_size:,} bytes, {int(size):,} when published"
+    return None
+
+
 def check_sizes(root: Path, manifest: Manifest) -> list[str]:
     """Files of the version that are missing or have another size than recorded (cheap: no reading)."""
-    problems = []
-    for rel, (size, _) in manifest.files.items():
-        path = root / rel
-        if not path.exists():
-            problems.append(f"{path} is missing")
-        elif path.stat().st_size != int(size):
-            problems.append(f"{path} has {path.stat().st_size:,} bytes, {int(size):,} when published")
-    return problems
+    return [p for rel, (size, _) in manifest.files.items() if (p := _size_problem(root / rel, size))]
 
 
 def verify(root: Path, manifest: Manifest) -> list[str]:
     """Every file of the version read and compared with its recorded digest; what differs, one line per file."""
     if not manifest.files:
         return [f"version {manifest.version} was published without checksums (an older mmkg): publish again"]
-    problems = check_sizes(root, manifest)
-    bad = {p.split(" ")[0] for p in problems}
-    for rel, (_, want) in manifest.files.items():
+    problems = []
+    for rel, (size, want) in manifest.files.items():
         path = root / rel
-        if str(path) in bad:
-            continue
-        if digest(path) != want:
-            problems.append(f"{path} is damaged: its bytes differ from what was published (same size)")
+        problem = _size_problem(path, size)
+        if problem is None and digest(path) != want:
+            problem = f"{path} is damaged: its bytes differ from what was published (same size)"
+        if problem is not None:
+            problems.append(problem)
     return problems
 
 

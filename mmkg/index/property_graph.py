@@ -71,7 +71,6 @@ class PropertyGraph:
         self._sentence_entities: dict[str, frozenset[str]] | None = None
         self._image_entities: dict[str, frozenset[str]] | None = None
         self._df: dict[str, int] | None = None
-        self._names: dict[str, str] | None = None
         self._vectors: dict[str, np.ndarray] = {}
         self._chunk_sentences: dict[str, list[str]] | None = None
         self._picture_rows: tuple[dict[str, dict], dict[str, list[dict]]] | None = None
@@ -186,18 +185,11 @@ class PropertyGraph:
 
     # -- entity names, IDF weights and name vectors --------------------------------------------------
 
-    @property
-    def names(self) -> dict[str, str]:
-        if self._names is None:
-            ents = self.index.entities
-            self._names = dict(ents.select("entity_key", "name").iter_rows()) if ents is not None else {}
-        return self._names
-
     def name(self, key: str) -> str:
         """The text an entity key stands for (its name; a detector label's word)."""
         if key.startswith(LABEL_PREFIX):
             return key[len(LABEL_PREFIX) :]
-        return self.names.get(key, key)
+        return self.index.entity_names().get(key, (key, ""))[0]
 
     @property
     def document_frequency(self) -> dict[str, int]:

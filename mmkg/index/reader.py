@@ -718,10 +718,14 @@ class Index:
         pos = self.positions["chunks"]
         return [pos[c] for c in chunk_ids if c in pos]
 
+    def entity_names(self) -> dict[str, tuple[str, str]]:
+        """Entity key -> (name, label) for this version's entities (built once per reader)."""
+        return self._lookups()["entity_names"]
+
     def entity_hit(self, node: int, score: float, chunk_ids: set[str], hop: int = 0) -> EntityHit:
         """An entity node as evidence: its name and label, and which of ``chunk_ids`` mention it."""
         key = self.graph.nodes["key"][node]
-        name, label = self._lookups()["entity_names"].get(key, (key, ""))
+        name, label = self.entity_names().get(key, (key, ""))
         adj = self.graph.adjacency
         nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
         ids = self.meta["chunks"]["id"]

@@ -121,3 +121,30 @@ class Strategy(Protocol):
     params: Params
 
     def retrieve(self, index: Index, query: Query, k: int, filters: Filters = None) -> RetrievalResult: ...
+
+
+class PresetStrategy:
+    """What strategies with named presets share: their parameters (a preset's, or given) and the empty result.
+
+    A subclass sets ``name``, ``summary``, ``modalities``, ``presets``, ``default_preset`` and implements
+    ``retrieve``, starting its result with ``self.new_result(index, query)``.
+    """
+
+    name: ClassVar[str]
+    presets: ClassVar[dict[str, Any]]
+    default_preset: ClassVar[str]
+
+    def __init__(self, params: Any = None, preset: str | None = None):
+        self.params = params if params is not None else self.presets[self.default_preset]
+        self.preset = preset or (self.default_preset if params is None else "custom")
+
+    def new_result(self, index: Index, query: Query) -> RetrievalResult:
+        """An empty result naming the index version, this strategy, its preset and parameters, and the query."""
+        from dataclasses import asdict
+
+        from mmkg.retrieval.results import RetrievalResult
+
+        return RetrievalResult(
+            version=index.version, strategy=self.name, preset=self.preset, query_text=query.text,
+            query_image=str(query.image) if query.image is not None else None, chunks=[], params=asdict(self.params),
+        )  # fmt: skip

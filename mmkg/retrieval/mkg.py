@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import polars as pl
 
-from mmkg.retrieval.base import Filters, Params, Query, param
+from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class _Edge:
     rows: list[dict[str, Any]] = field(default_factory=list)  # relation payload rows, best first
 
 
-class MKG:
+class MKG(PresetStrategy):
     """mKG-RAG: coarse document recall, then entity/relation retrieval in the candidates' graph plus BFS."""
 
     name: ClassVar[str] = "mkg"
@@ -96,18 +96,13 @@ class MKG:
     presets: ClassVar[dict[str, MKGParams]] = PRESETS
     default_preset: ClassVar[str] = "paper"
 
-    def __init__(self, params: MKGParams | None = None, preset: str | None = None):
-        self.params = params if params is not None else PRESETS["paper"]
-        self.preset = preset or ("paper" if params is None else "custom")
+    params: MKGParams
 
     def retrieve(self, index: Index, query: Query, k: int, filters: Filters = None) -> RetrievalResult:
         p = self.params
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        result = RetrievalResult(
-            version=index.version, strategy=self.name, preset=self.preset, query_text=query.text,
-            query_image=str(query.image) if query.image is not None else None, chunks=[], params=asdict(p),
-        )  # fmt: skip
+        result = self.new_result(index, query)
         q = index.query_vector(query)
         timings["encode"] = (time.perf_counter() - t0) * 1e3
         allowed = index.allowed_docs(filters)

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import polars as pl
 
-from mmkg.retrieval.base import Filters, Params, Query, param
+from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class Path:
         )  # fmt: skip
 
 
-class MMGraph:
+class MMGraph(PresetStrategy):
     """MMGraphRAG: entity and picture seeds, 1-hop paths through triples and cross-modal links."""
 
     name: ClassVar[str] = "mmgraph"
@@ -90,17 +90,12 @@ class MMGraph:
     presets: ClassVar[dict[str, MMGraphParams]] = PRESETS
     default_preset: ClassVar[str] = "paper"
 
-    def __init__(self, params: MMGraphParams | None = None, preset: str | None = None):
-        self.params = params if params is not None else PRESETS["paper"]
-        self.preset = preset or ("paper" if params is None else "custom")
+    params: MMGraphParams
 
     def retrieve(self, index: Index, query: Query, k: int, filters: Filters = None) -> RetrievalResult:
         p = self.params
         t0 = time.perf_counter()
-        result = RetrievalResult(
-            version=index.version, strategy=self.name, preset=self.preset, query_text=query.text,
-            query_image=str(query.image) if query.image is not None else None, chunks=[], params=asdict(p),
-        )  # fmt: skip
+        result = self.new_result(index, query)
         q = index.query_vector(query)
         allowed = index.allowed_docs(filters)
         masks = index.masks(filters)
@@ -144,12 +139,15 @@ class MMGraph:
         if masks["chunks"] is not None:
             dense = np.where(masks["chunks"], dense, -np.inf)
         pos = index.positions["chunks"]
+        ids = index.meta["chunks"]["id"]
+        by_dense = [int(r) for r in np.argsort(-dense, kind="stable")[: max(k, 50)] if np.isfinite(dense[r])]
         if p.dense_weight > 0:  # blend: path support and the chunk's own cosine, each scaled by its best
             top_support = max(support.values(), default=0.0) or 1.0
-            finite = dense[np.isfinite(dense)]
-            top_dense = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-            for r in np.flatnonzero(np.isfinite(dense) & (dense > 0)):
-                support.setdefault(index.meta["chunks"]["id"][int(r)], 0.0)
+            top_dense = float(dense[by_dense[0]]) if by_dense and dense[by_dense[0]] > 0 else 1.0
+            # a chunk beyond the dense top max(k, 50) without paths is outranked by those 50: it cannot make the top k
+            for r in by_dense:
+                if dense[r] > 0:
+                    support.setdefault(ids[r], 0.0)
             support = defaultdict(float, {
                 c: (1 - p.dense_weight) * v / top_support
                 + p.dense_weight * max(float(dense[pos[c]]), 0.0) / top_dense * (np.isfinite(dense[pos[c]]))
@@ -161,13 +159,12 @@ class MMGraph:
             docs = index.meta["chunks"]["doc_id"]
             rows = [r for r in rows if docs[r] in allowed]
         rows = rows[:k]
-        for r in np.argsort(-dense, kind="stable"):
-            if len(rows) >= k or not np.isfinite(dense[r]):
+        for r in by_dense:
+            if len(rows) >= k:
                 break
-            if int(r) not in rows:
-                rows.append(int(r))
+            if r not in rows:
+                rows.append(r)
         chunk_scores = np.zeros(index.n_chunks, dtype=np.float32)
-        ids = index.meta["chunks"]["id"]
         for r in rows:
             chunk_scores[r] = support.get(ids[r], 0.0) or float(max(dense[r], 0.0)) * 1e-3
         sent = np.zeros(len(index.positions["sentences"]), dtype=np.float32)
@@ -176,13 +173,13 @@ class MMGraph:
         sent[srows] = scos
         result.chunks = index.evidence(rows, chunk_scores, None, sent, set(result.matched_images))
         in_result = {c.chunk_id for c in result.chunks}
-        names, labels = self._names(index)
+        names = index.entity_names()
         doc_of = {c.chunk_id: c.doc_id for c in result.chunks}
         result.entities = []
         for key, s in sorted(seeds.items(), key=lambda kv: -kv[1]):
             mentioned = [c for c in dict.fromkeys(seed_chunks[key]) if c in in_result]
             docs = sorted({doc_of[c] for c in mentioned})
-            result.entities.append(EntityHit(key, names.get(key, key), labels.get(key, ""), s, 0, docs, mentioned))
+            result.entities.append(EntityHit(key, *names.get(key, (key, "")), s, 0, docs, mentioned))
         result.relations = [x.hit() for x in paths]
         n_cross = sum(1 for x in paths if x.relation_id.startswith("xmodal:"))
         result.notes.append(
@@ -193,13 +190,6 @@ class MMGraph:
             result.notes.append("this index version has no cross-modal links (published before CMEL): text paths only")
         result.timings_ms = {"total": round((time.perf_counter() - t0) * 1e3, 2)}
         return result
-
-    @staticmethod
-    def _names(index: Index) -> tuple[dict[str, str], dict[str, str]]:
-        ents = index.entities
-        if ents is None:
-            return {}, {}
-        return dict(ents.select("entity_key", "name").iter_rows()), dict(ents.select("entity_key", "label").iter_rows())
 
     @staticmethod
     def _paths(index: Index, seeds: dict[str, float], pictures: dict[str, float], allowed: set[str] | None) -> list:

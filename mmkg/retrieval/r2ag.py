@@ -28,14 +28,14 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from mmkg.index.property_graph import PropertyGraph, Subgraph
-from mmkg.retrieval.base import Filters, Params, Query, param
+from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 from mmkg.retrieval.swmjs import TAU, swmjs
 
@@ -92,7 +92,7 @@ class QueryEntities:
     sources: dict[str, str]  # key -> where it came from (text, ner, picture, ocr)
 
 
-class R2AG:
+class R2AG(PresetStrategy):
     """R2AG: SWMJS between the query's entity set and each first-stage candidate's MMPG entity set."""
 
     name: ClassVar[str] = "r2ag"
@@ -104,9 +104,7 @@ class R2AG:
     presets: ClassVar[dict[str, R2AGParams]] = PRESETS
     default_preset: ClassVar[str] = "default"
 
-    def __init__(self, params: R2AGParams | None = None, preset: str | None = None):
-        self.params = params if params is not None else PRESETS["default"]
-        self.preset = preset or ("default" if params is None else "custom")
+    params: R2AGParams
 
     # -- the query's entity set ---------------------------------------------------------------------
 
@@ -138,7 +136,7 @@ class R2AG:
                 if any(s < ent.end_char and ent.start_char < e for s, e in linked_spans):
                     continue  # the linker already named it
                 key = canonical_key(ent.text)
-                if key in pg.names:
+                if key in index.entity_names():
                     add(key, pg.name(key), "ner")
                 elif key:
                     add(QUERY_PREFIX + key, ent.text, "ner")
@@ -177,10 +175,7 @@ class R2AG:
         p = self.params
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        result = RetrievalResult(
-            version=index.version, strategy=self.name, preset=self.preset, query_text=query.text,
-            query_image=str(query.image) if query.image is not None else None, chunks=[], params=asdict(p),
-        )  # fmt: skip
+        result = self.new_result(index, query)
         cand, first, notes = self._first_stage(index, query, filters)
         timings["first_stage"] = (time.perf_counter() - t0) * 1e3
         if not cand:
@@ -239,9 +234,9 @@ class R2AG:
         sent_rows, sent_cos = index.cosines_for_docs("sentences", q, docs)
         sent[sent_rows] = sent_cos
         result.chunks = index.evidence(rows, chunk_scores, None, sent)
-        chosen = {c.chunk_id for c in result.chunks}
-        result.entities = self._matched_entities(index, qe, sets, chosen, qvecs, pg, p.tau)
-        result.relations = self._relations(index, chosen, {e.entity_key for e in result.entities}, implicit, pg)
+        doc_of = {c.chunk_id: c.doc_id for c in result.chunks}
+        result.entities = self._matched_entities(index, sets, doc_of, qvecs, pg, p.tau)
+        result.relations = self._relations(index, set(doc_of), {e.entity_key for e in result.entities}, implicit, pg)
         result.seeds = len(qe.keys)
         timings["evidence"] = (time.perf_counter() - t1) * 1e3
         described = ", ".join(f"{qe.texts[key]} ({qe.sources[key]})" for key in qe.keys[:8]) or "none"
@@ -259,16 +254,15 @@ class R2AG:
     @staticmethod
     def _matched_entities(
         index: Index,
-        qe: QueryEntities,
         sets: dict[str, list[str]],
-        chosen: set[str],
+        doc_of: dict[str, str],
         qvecs: np.ndarray,
         pg: PropertyGraph,
         tau: float,
     ) -> list[EntityHit]:
         """Corpus entities of the returned chunks that a query entity matches (exactly or softly), best first."""
         held: dict[str, list[str]] = defaultdict(list)
-        for cid in chosen:
+        for cid in doc_of:  # the returned chunks
             for key in sets.get(cid, []):
                 if not key.startswith(("label:", QUERY_PREFIX)):
                     held[key].append(cid)
@@ -276,17 +270,14 @@ class R2AG:
             return []
         keys = sorted(held)
         best = (pg.vectors([pg.name(key) for key in keys]) @ qvecs.T).max(axis=1)
-        names = pg.names
-        labels = dict(index.entities.select("entity_key", "label").iter_rows()) if index.entities is not None else {}
-        docs = dict(index.chunks.select("chunk_id", "doc_id").iter_rows())
+        names = index.entity_names()
         hits = [
             EntityHit(
                 key,
-                names.get(key, key),
-                labels.get(key, ""),
+                *names.get(key, (key, "")),
                 float(s),
                 0,
-                sorted({docs[c] for c in held[key]}),
+                sorted({doc_of[c] for c in held[key]}),
                 sorted(held[key]),
             )
             for key, s in zip(keys, best, strict=True)

@@ -219,6 +219,9 @@ def link_partition(
     shown = images.filter(pl.col("role") != "page_render").unique(["image_id", "doc_id"], keep="first",
                                                                    maintain_order=True)  # fmt: skip
 
+    # each picture's OCR lines and objects, split once (image_entities then reads only its own rows)
+    ocr_of = image_text.partition_by("image_id", as_dict=True) if image_text.height else {}
+    objects_of = objects.partition_by("image_id", as_dict=True) if objects.height else {}
     jobs = []  # (image row, chunk id, context entity keys, relation pairs, image entities)
     for img in shown.iter_rows(named=True):
         doc_chunks = by_doc.get(img["doc_id"], [])
@@ -229,7 +232,9 @@ def link_partition(
         keys = list(dict.fromkeys(k for c in window for k in chunk_ents.get(c["chunk_id"], []) if k in names))
         pairs = [p for c in window for p in rel_pairs.get(c["chunk_id"], [])]
         caption = (img["alt_text"] or "").strip()
-        ents = image_entities(img["image_id"], caption, image_text, objects, params, caption_entities)
+        iid = img["image_id"]
+        ocr, objs = ocr_of.get((iid,), image_text.clear()), objects_of.get((iid,), objects.clear())
+        ents = image_entities(iid, caption, ocr, objs, params, caption_entities)
         if ents:
             jobs.append((img, doc_chunks[j]["chunk_id"], keys, pairs, ents))
     texts = list(dict.fromkeys([names[k] for _, _, keys, _, _ in jobs for k in keys] +
