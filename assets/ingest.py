@@ -10,6 +10,13 @@ from resources import CorpusResource, StorageResource
 FINGERPRINT_KEY = "corpus_fingerprint"  # the re-index schedule compares it with the folder's current one
 
 
+def _media_table(media: list[dict]) -> str:
+    cols = ["source_path", "kind", "duration_s", "frames", "scene_changes", "segments", "transcript", "seconds"]
+    rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    rows += ["| " + " | ".join(str(m.get(c, "")) for c in cols) + " |" for m in media[:50]]
+    return "\n".join(rows)
+
+
 @multi_asset(
     outs={
         "documents": AssetOut(
@@ -45,7 +52,9 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
 
     # Taken before reading: a file changed mid-read leaves a fingerprint that no longer matches, so it re-runs.
     fingerprint = corpus.fingerprint(partition)
-    result = ingest_partition(corpus.path, partition, storage.image_store(), corpus.limits(), progress)
+    result = ingest_partition(
+        corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber()
+    )
     for row in result.rejected.iter_rows(named=True):
         context.log.warning(f"rejected {row['source_path']} {row['record_key']}: {row['reason']}")
     docs, images, rejected = result.documents, result.images, result.rejected
@@ -58,6 +67,16 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
             FINGERPRINT_KEY: fingerprint,
             "by_kind": MetadataValue.json(result.by_kind),
             "characters": int(docs["text"].str.len_chars().sum() or 0),
+            **(
+                {
+                    "media_files": len(result.media),
+                    "media_minutes": round(sum(m["duration_s"] for m in result.media) / 60, 2),
+                    "media_seconds_spent": round(sum(m["seconds"] for m in result.media), 2),
+                    "media": MetadataValue.md(_media_table(result.media)),
+                }
+                if result.media
+                else {}
+            ),
         },
     )
     yield Output(

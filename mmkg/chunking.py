@@ -118,6 +118,18 @@ def pack(spans: list[Span], max_tokens: int) -> list[tuple[int, int, int]]:
     return chunks
 
 
+#: kinds whose pages are numbered in chunks (PDF pages; time windows of video and audio, mmkg.ingest.media)
+PAGED_KINDS = frozenset({"pdf", "video", "audio"})
+
+
+def time_span(segments: list[dict], start: int, end: int) -> tuple[float | None, float | None]:
+    """The time a chunk's characters ``[start, end)`` cover: from its first transcript segment to its last."""
+    inside = [s for s in segments if s["char_start"] < end and s["char_end"] > start]
+    if not inside:
+        return None, None
+    return min(s["t_start"] for s in inside), max(s["t_end"] for s in inside)
+
+
 def chunk_documents(
     documents: pl.DataFrame,
     images: pl.DataFrame,
@@ -135,12 +147,15 @@ def chunk_documents(
         for row in page_text.sort("doc_id", "char_start").iter_rows(named=True):
             ocr.setdefault(row["doc_id"], []).append(row)
     rows: list[dict] = []
-    for doc in documents.select("doc_id", "partition", "kind", "text", "page_starts").iter_rows(named=True):
+    has_time = "time_segments" in documents.columns
+    cols = ["doc_id", "partition", "kind", "text", "page_starts", *(["time_segments"] if has_time else [])]
+    for doc in documents.select(cols).iter_rows(named=True):
         text = doc["text"]
+        segments = (doc.get("time_segments") or []) if has_time else []
         pieces: list[tuple[int | None, int, int, int, str]] = []  # page, start, end, n_tokens, source
         for page, pstart, pend in page_ranges(text, doc["page_starts"]):
             for start, end, n_tokens in page_chunks(text, pstart, pend, max_tokens):
-                pieces.append((page if doc["kind"] == "pdf" else None, start, end, n_tokens, "document"))
+                pieces.append((page if doc["kind"] in PAGED_KINDS else None, start, end, n_tokens, "document"))
         pages = ocr.pop(doc["doc_id"], [])
         if pages:
             text = extended_text(text, [(p["char_start"], p["text"]) for p in pages])
@@ -151,6 +166,7 @@ def chunk_documents(
             pieces.sort(key=lambda x: (x[0] if x[0] is not None else 0, x[1]))
         for index, (page, start, end, n_tokens, source) in enumerate(pieces):
             chunk_text = text[start:end]
+            t_start, t_end = time_span(segments, start, end)
             rows.append(
                 {
                     "chunk_id": content_id(doc["doc_id"], start, chunk_text),
@@ -164,6 +180,8 @@ def chunk_documents(
                     "text": chunk_text,
                     "image_ids": [],
                     "text_source": source,
+                    "t_start": t_start,
+                    "t_end": t_end,
                 }
             )
     if ocr:
@@ -171,18 +189,50 @@ def chunk_documents(
     return attach_images(schemas.frame(rows, schemas.CHUNKS), images)
 
 
+#: a video frame attaches to the transcript chunk spoken within this many seconds of it (else to none)
+FRAME_TIME_TOLERANCE_S = 5.0
+
+
+def _chunk_at_time(chunks: list[dict], t: float) -> dict | None:
+    """The chunk whose time span holds ``t``, else the nearest one within ``FRAME_TIME_TOLERANCE_S``."""
+    if not chunks:
+        return None
+
+    def gap(c: dict) -> float:
+        return 0.0 if c["t_start"] <= t <= c["t_end"] else min(abs(t - c["t_start"]), abs(t - c["t_end"]))
+
+    best = min(chunks, key=lambda c: (gap(c), c["t_start"]))
+    return best if gap(best) <= FRAME_TIME_TOLERANCE_S else None
+
+
 def attach_images(chunks: pl.DataFrame, images: pl.DataFrame) -> pl.DataFrame:
     """Give each image to the chunk whose span holds its offset (same page), else the nearest one.
 
-    Images without a chunk on their page (standalone images, image-only PDF pages) stay unattached.
+    A video frame goes to the transcript chunk of its shot (page) spoken at its time, else the nearest
+    one within ``FRAME_TIME_TOLERANCE_S``: the contextual link between what is seen and what is said.
+    Images without a chunk on their page (standalone images, image-only PDF pages, frames of silent
+    shots) stay unattached.
     """
     if images.is_empty() or chunks.is_empty():
         return chunks
     by_doc: dict[str, list[dict]] = {}
-    for c in chunks.select("chunk_id", "doc_id", "page", "char_start", "char_end").iter_rows(named=True):
+    cols = ["chunk_id", "doc_id", "page", "char_start", "char_end"]
+    timed = "t_start" in chunks.columns and "t_s" in images.columns
+    for c in chunks.select(cols + (["t_start", "t_end"] if timed else [])).iter_rows(named=True):
         by_doc.setdefault(c["doc_id"], []).append(c)
     attached: dict[str, list[str]] = {}
     for img in images.sort("doc_id", "occurrence").iter_rows(named=True):
+        if timed and img["t_s"] is not None:
+            shot = [
+                c for c in by_doc.get(img["doc_id"], [])
+                if c["t_start"] is not None and (img["page"] is None or c["page"] == img["page"])
+            ]  # fmt: skip
+            best_t = _chunk_at_time(shot, img["t_s"])
+            if best_t is not None:
+                ids = attached.setdefault(best_t["chunk_id"], [])
+                if img["image_id"] not in ids:
+                    ids.append(img["image_id"])
+            continue
         candidates = [c for c in by_doc.get(img["doc_id"], []) if img["page"] is None or c["page"] == img["page"]]
         if not candidates:
             continue

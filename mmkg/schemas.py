@@ -15,19 +15,25 @@ Str = pl.String
 I32 = pl.Int32
 I64 = pl.Int64
 
+#: one transcript segment of a media document: its characters in ``documents.text`` and its time in seconds
+TIME_SEGMENT = pl.Struct({"char_start": I32, "char_end": I32, "t_start": pl.Float32, "t_end": pl.Float32})
+
 DOCUMENTS = pl.Schema(
     {
         "doc_id": Str,
         "partition": Str,
         "source_path": Str,  # relative to the corpus root, POSIX separators
         "record_key": Str,  # record id inside a JSON/JSONL file; "" for single-document files
-        "kind": Str,  # markdown | text | json | pdf | image
+        "kind": Str,  # markdown | text | json | pdf | image | video | audio
         "title": Str,
         "text": Str,
         "page_starts": pl.List(I32),  # char offset where each page starts; [0] for unpaged text
         "n_pages": I32,
-        "content_sha256": Str,
+        "content_sha256": Str,  # media: of the file and its subtitle sidecar (the transcript is content)
         "n_bytes": I64,
+        # time-based media (video, audio): a "page" is a time window of the media (mmkg.ingest.media)
+        "duration_s": pl.Float32,  # null for other kinds
+        "time_segments": pl.List(TIME_SEGMENT),  # transcript segments: where each sits in the text and in time
     }
 )
 
@@ -39,7 +45,7 @@ IMAGES = pl.Schema(
         "occurrence": I32,  # n-th image of the document
         "page": I32,  # 1-based page for PDFs, null otherwise
         "char_offset": I32,  # where in the document text the image sits; null when unknown
-        "role": Str,  # embedded | linked | standalone | page_render
+        "role": Str,  # embedded | linked | standalone | page_render | video_frame
         "source": Str,  # file path (and object index for PDFs) the image came from
         "alt_text": Str,
         "blob_path": Str,  # relative to the data root
@@ -49,6 +55,7 @@ IMAGES = pl.Schema(
         "height": I32,
         "n_bytes": I64,
         "phash": Str,  # 64-bit perceptual hash, 16 hex digits ("" for a flat image): finds the same picture re-encoded
+        "t_s": pl.Float32,  # video frames: the time in the video, seconds; null otherwise
     }
 )
 
@@ -75,6 +82,8 @@ CHUNKS = pl.Schema(
         "text": Str,
         "image_ids": pl.List(Str),
         "text_source": Str,  # document (the text layer / file text) | ocr (page_text of an image-only page)
+        "t_start": pl.Float32,  # media transcripts: the time span the chunk's segments cover, seconds; null otherwise
+        "t_end": pl.Float32,
     }
 )
 
@@ -318,6 +327,14 @@ TABLES: dict[str, pl.Schema] = {
 GLOBAL_TABLES = ("entity_catalog", "answers")
 
 
+#: columns added after a table was first declared: tables written before them get nulls on read instead of an error
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "documents": ("duration_s", "time_segments"),
+    "images": ("t_s",),
+    "chunks": ("t_start", "t_end"),
+}
+
+
 class SchemaError(ValueError):
     """A frame does not match its declared table schema."""
 
@@ -325,6 +342,10 @@ class SchemaError(ValueError):
 def conform(df: pl.DataFrame, schema: Mapping[str, Any], table: str = "table") -> pl.DataFrame:
     """Select and cast ``df`` to ``schema``; name every missing or uncastable column."""
     missing = [c for c in schema if c not in df.columns]
+    late = [c for c in missing if c in ADDED_COLUMNS.get(table, ())]
+    if late:
+        df = df.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in late)
+        missing = [c for c in missing if c not in late]
     if missing:
         raise SchemaError(f"{table}: missing column(s) {missing}; expected {list(schema)}")
     try:

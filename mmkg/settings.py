@@ -27,6 +27,15 @@ class Settings(BaseSettings):
     max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are rejected.")
     min_image_side: int = Field(default=8, ge=1, description="Images narrower or shorter than this are rejected.")
     max_file_bytes: int = Field(default=512 * 1024 * 1024, ge=1, description="Larger source files are rejected.")
+    max_media_seconds: float = Field(default=4 * 3600.0, gt=0, description="Longer video or audio is rejected.")
+    media_decode_seconds: float = Field(
+        default=300.0, gt=0, description="Wall-clock budget to sample one video's frames; the rest is skipped."
+    )
+    frame_interval_s: float = Field(default=10.0, gt=0, description="A video frame at least this often (seconds).")
+    max_frames_per_minute: int = Field(default=12, ge=1, description="Frames per minute of video, scene cuts included.")
+    asr_model: str = Field(
+        default="", description="Local Whisper model (folder or cached id) for media without subtitles; empty: none."
+    )
 
 
 def get_settings() -> Settings:

@@ -20,6 +20,18 @@ class CorpusResource(ConfigurableResource):
     max_image_pixels: int = Field(default=_S.max_image_pixels, description="Reject images with more pixels.")
     min_image_side: int = Field(default=_S.min_image_side, description="Reject images with a shorter side.")
     max_file_bytes: int = Field(default=_S.max_file_bytes, description="Reject larger source files.")
+    max_media_seconds: float = Field(default=_S.max_media_seconds, description="Reject longer video and audio.")
+    media_decode_seconds: float = Field(
+        default=_S.media_decode_seconds, description="Wall-clock budget to sample one video's frames."
+    )
+    frame_interval_s: float = Field(default=_S.frame_interval_s, description="A video frame at least this often (s).")
+    max_frames_per_minute: int = Field(default=_S.max_frames_per_minute, description="Video frames a minute, at most.")
+    asr_model: str = Field(
+        default=_S.asr_model,
+        description="Local Whisper model (folder or cached id) that transcribes media without subtitles "
+        "(MMKG_ASR_MODEL); empty: such media is ingested with frames only.",
+    )
+    asr_device: str = Field(default="cpu", description="Device of the ASR model: cpu, cuda or cuda:N.")
     fingerprint_mode: Literal["content", "stat"] = Field(
         default="content",
         description="How a partition's fingerprint is taken: file bytes (content) or size + mtime (stat, cheaper).",
@@ -34,7 +46,17 @@ class CorpusResource(ConfigurableResource):
             max_image_pixels=self.max_image_pixels,
             min_image_side=self.min_image_side,
             max_file_bytes=self.max_file_bytes,
+            max_media_seconds=self.max_media_seconds,
+            media_decode_seconds=self.media_decode_seconds,
+            frame_interval_s=self.frame_interval_s,
+            max_frames_per_minute=self.max_frames_per_minute,
         )
+
+    def transcriber(self):
+        """The ASR backend for media without subtitles (None when ``asr_model`` is empty)."""
+        from mmkg.ingest.asr import load_transcriber
+
+        return load_transcriber(self.asr_model, self.asr_device)
 
     def partitions(self) -> list[str]:
         return list_partitions(self.path)

@@ -101,7 +101,9 @@ def drop_last_column(name: str) -> Callable[[Path], None]:
     def br(data: Path) -> None:
         path = table_path(data, name) if name != "entity_catalog" else data / "tables" / "entity_catalog.parquet"
         df = pl.read_parquet(path)
-        df.drop(df.columns[-1]).write_parquet(path)
+        # columns added to a table later read as nulls from older files (schemas.ADDED_COLUMNS): drop another
+        late = schemas.ADDED_COLUMNS.get(name, ())
+        df.drop([c for c in df.columns if c not in late][-1]).write_parquet(path)
 
     return br
 

@@ -5,6 +5,10 @@
   loads in llama.cpp (in process, and behind llama-cpp-python's OpenAI-compatible server).
 - ``write_tiny_llava``: a LLaVA (CLIP vision tower + llama) with its processor, saved with
   ``save_pretrained``; ``AutoModelForImageTextToText`` and ``AutoProcessor`` load it.
+- ``write_tiny_lm``: a one-layer llama causal LM with a word-level tokenizer and a chat template.
+- ``write_tiny_whisper``: a one-layer multilingual Whisper with its processor (Whisper's token layout, timestamps
+  included) and generation config, saved with ``save_pretrained``; the ASR pipeline and ``generate(...,
+  return_timestamps=True)`` run on it, short-form and long-form.
 
 The weights are random: what is under test is the protocol and the loading path, never the answer.
 """
@@ -141,4 +145,63 @@ def write_tiny_lm(path: Path) -> Path:
                          bos_token_id=1, eos_token_id=2)  # fmt: skip
     LlamaForCausalLM(config).save_pretrained(path)
     tok.save_pretrained(path)
+    return path
+
+
+def write_tiny_whisper(path: Path) -> Path:
+    """A one-layer multilingual Whisper with its processor and a generation config that predicts timestamps.
+
+    The token ids are laid out as Whisper's, which generation and decoding rely on: byte-level BPE text (the 256
+    bytes, and merges that make each of ``WORDS`` one token), ``<|endoftext|>``, ``<|startoftranscript|>``, the
+    language tokens, ``<|translate|>``, ``<|transcribe|>``, ``<|startoflm|>``, ``<|startofprev|>``, ``<|nospeech|>``,
+    ``<|notimestamps|>`` (the last special token), then the timestamps ``<|0.00|>`` ... ``<|30.00|>`` (0.02 s apart).
+    """
+    import torch
+    from tokenizers import AddedToken, pre_tokenizers
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
+    from transformers.models.whisper.tokenization_whisper import LANGUAGES
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    merges: list[tuple[str, str]] = []
+    for word in WORDS:  # " word" merged left to right into one token
+        left, *rest = "\u0120" + word.lower()
+        for c in rest:
+            if left + c not in vocab:
+                merges.append((left, c))
+                vocab[left + c] = len(vocab)
+            left += c
+    langs = [f"<|{code}|>" for code in LANGUAGES]
+    specials = ["<|startoftranscript|>", *langs, "<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>",
+                "<|nospeech|>", "<|notimestamps|>"]  # fmt: skip
+    # <|endoftext|> (bos, eos, unk and pad, as in the released checkpoints: the pipeline batches with it) goes first
+    tok = WhisperTokenizer(vocab=vocab, merges=merges, pad_token="<|endoftext|>", extra_special_tokens=specials)
+    tok.add_tokens([AddedToken(f"<|{i * 0.02:.2f}|>", special=False, normalized=False) for i in range(1501)])
+    ids = dict(zip(specials, tok.convert_tokens_to_ids(specials), strict=True))
+    eot, sot = tok.eos_token_id, ids["<|startoftranscript|>"]
+
+    torch.manual_seed(0)
+    config = WhisperConfig(vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=1, decoder_layers=1,
+                           encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                           max_source_positions=1500, max_target_positions=448, decoder_start_token_id=sot,
+                           pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
+                           begin_suppress_tokens=None)  # fmt: skip
+    model = WhisperForConditionalGeneration(config)
+    # what generate(return_timestamps=True, language=..., task=...) reads, as in the released checkpoints
+    model.generation_config = GenerationConfig(
+        decoder_start_token_id=sot, bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, max_length=448,
+        begin_suppress_tokens=[vocab["\u0120"], eot], suppress_tokens=[], is_multilingual=True,
+        lang_to_id={lang: ids[lang] for lang in langs},
+        task_to_id={"transcribe": ids["<|transcribe|>"], "translate": ids["<|translate|>"]},
+        no_timestamps_token_id=ids["<|notimestamps|>"], prev_sot_token_id=ids["<|startofprev|>"],
+        max_initial_timestamp_index=50, alignment_heads=[[0, 0], [0, 1]], return_timestamps=False,
+    )  # fmt: skip
+    model.save_pretrained(path)
+    WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(path)
     return path

@@ -19,6 +19,13 @@ class Limits:
     max_file_bytes: int = 512 * 1024 * 1024
     page_render_scale: float = 2.0  # ~144 dpi renders for PDF pages without a text layer
     min_page_chars: int = 20  # a PDF page with less text than this is rendered as an image
+    # time-based media (mmkg.ingest.media)
+    max_media_seconds: float = 4 * 3600.0  # longer video or audio files are rejected
+    frame_interval_s: float = 10.0  # a video frame at least this often ...
+    max_frames_per_minute: int = 12  # ... plus scene changes, at most this many frames per minute in all
+    scene_threshold: float = 0.12  # mean absolute change of a 16x16 colour thumbnail (0..1) that marks a cut
+    media_window_s: float = 30.0  # a media "page": transcript and frames of this many seconds
+    media_decode_seconds: float = 300.0  # wall-clock budget to decode one file's frames; the rest is skipped
 
 
 @dataclass
@@ -27,11 +34,12 @@ class ImageRef:
 
     data: bytes | None  # raw bytes (files, PDF streams) or None when ``pil`` is given
     source: str
-    role: str  # embedded | linked | standalone | page_render
+    role: str  # embedded | linked | standalone | page_render | video_frame
     char_offset: int | None = None
     page: int | None = None
     alt_text: str = ""
     pil: object | None = None  # a PIL image produced by a renderer or decoder
+    t_s: float | None = None  # video frames: seconds into the video
 
 
 @dataclass
@@ -47,6 +55,8 @@ class SourceDocument:
     n_bytes: int
     page_starts: list[int] = field(default_factory=lambda: [0])
     images: list[ImageRef] = field(default_factory=list)
+    duration_s: float | None = None  # video and audio
+    time_segments: list[dict] | None = None  # transcript segments: char_start, char_end, t_start, t_end
 
 
 @dataclass

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -18,6 +19,7 @@ from mmkg import schemas
 from mmkg.ids import content_id
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
 from mmkg.ingest.images import ImageStore, decode_and_store
+from mmkg.ingest.media import MEDIA_EXT, SUBTITLE_EXT, read_media, sidecars
 from mmkg.ingest.pdf import read_pdf
 from mmkg.ingest.records import read_records
 from mmkg.ingest.text import read_markdown, read_plain_text
@@ -27,7 +29,10 @@ TEXT_EXT = {".txt"}
 RECORD_EXT = {".json", ".jsonl"}
 PDF_EXT = {".pdf"}
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
-SUPPORTED = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT | PDF_EXT | IMAGE_EXT
+SUPPORTED = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT | PDF_EXT | IMAGE_EXT | MEDIA_EXT | SUBTITLE_EXT
+
+if TYPE_CHECKING:
+    from mmkg.ingest.asr import Transcriber
 
 Progress = Callable[[int, int, str], None]
 Links = list[tuple[Path | str, ImageRef, int]]
@@ -41,6 +46,7 @@ class IngestResult:
     seconds: float
     n_files: int
     by_kind: dict[str, int] = field(default_factory=dict)
+    media: list[dict] = field(default_factory=list)  # per media file: duration, frames, transcript source, seconds
 
 
 def list_partitions(corpus_root: Path | str) -> list[str]:
@@ -60,8 +66,17 @@ def partition_files(partition_dir: Path) -> list[Path]:
 
 
 class _Reader:
-    def __init__(self, corpus_root: Path, partition: str, store: ImageStore, limits: Limits):
+    def __init__(
+        self,
+        corpus_root: Path,
+        partition: str,
+        store: ImageStore,
+        limits: Limits,
+        transcriber: Transcriber | None = None,
+    ):
         self.root = corpus_root.resolve()
+        self.transcriber = transcriber
+        self.media: list[dict] = []
         self.partition = partition
         self.store = store
         self.limits = limits
@@ -72,7 +87,7 @@ class _Reader:
     def reject(self, rel: str, reason: str, record_key: str = "") -> None:
         self.rejected.append(Rejection(rel, reason, record_key))
 
-    def read_bytes(self, path: Path) -> bytes:
+    def check_size(self, path: Path) -> None:
         size = path.stat().st_size
         if size == 0:
             raise Rejected("file is empty (0 bytes)")
@@ -80,6 +95,9 @@ class _Reader:
             raise Rejected(
                 f"file is {size:,} bytes, over the limit of {self.limits.max_file_bytes:,} (MMKG_MAX_FILE_BYTES)"
             )
+
+    def read_bytes(self, path: Path) -> bytes:
+        self.check_size(path)
         return path.read_bytes()
 
     def resolve_link(self, doc: SourceDocument, target: Path | str, ref: ImageRef, line: int) -> ImageRef | None:
@@ -116,6 +134,8 @@ class _Reader:
                 "n_pages": len(doc.page_starts),
                 "content_sha256": doc.content_sha256,
                 "n_bytes": doc.n_bytes,
+                "duration_s": doc.duration_s,
+                "time_segments": doc.time_segments,
             }
         )
         for occurrence, ref in enumerate(doc.images):
@@ -148,12 +168,24 @@ class _Reader:
                     "height": stored.height,
                     "n_bytes": stored.n_bytes,
                     "phash": stored.phash,
+                    "t_s": ref.t_s,
                 }
             )
             ref.pil = None  # let renders be freed as soon as they are stored
 
     def read_file(self, path: Path, rel: str) -> list[tuple[SourceDocument, Links]]:
         ext = path.suffix.lower()
+        if ext in MEDIA_EXT:  # streamed from the file, never read whole into memory
+            self.check_size(path)
+            try:
+                doc, problems, facts = read_media(path, rel, self.root, self.limits, self.transcriber)
+            except Rejected:
+                raise
+            except Exception as exc:  # a decoder surprise costs this file, never the partition
+                raise Rejected(f"cannot read media ({type(exc).__name__}: {exc})") from exc
+            self.rejected.extend(problems)
+            self.media.append({"source_path": rel, **facts})
+            return [(doc, [])]
         data = self.read_bytes(path)
         if ext in MARKDOWN_EXT:
             return [read_markdown(path, data, rel)]
@@ -167,6 +199,8 @@ class _Reader:
             doc, rejections = read_pdf(data, rel, self.limits)
             self.rejected.extend(rejections)
             return [(doc, [])]
+        if ext in SUBTITLE_EXT:
+            raise Rejected("subtitle file with no video or audio file of the same name beside it")
         raise Rejected(f"unsupported file type '{ext or path.name}'; supported: {', '.join(sorted(SUPPORTED))}")
 
 
@@ -176,8 +210,12 @@ def ingest_partition(
     store: ImageStore,
     limits: Limits | None = None,
     progress: Progress | None = None,
+    transcriber: Transcriber | None = None,
 ) -> IngestResult:
-    """Read every file of ``corpus_root/partition``; bad files are rejected, never fatal."""
+    """Read every file of ``corpus_root/partition``; bad files are rejected, never fatal.
+
+    ``transcriber`` (``mmkg.ingest.asr``) writes transcripts of media files that have no subtitle sidecar.
+    """
     t0 = time.perf_counter()
     root = Path(corpus_root)
     pdir = root / partition
@@ -185,8 +223,11 @@ def ingest_partition(
         raise FileNotFoundError(
             f"partition folder {pdir} does not exist; partitions are the sub-folders of the corpus root {root}"
         )
-    reader = _Reader(root, partition, store, limits or Limits())
+    reader = _Reader(root, partition, store, limits or Limits(), transcriber)
     files = partition_files(pdir)
+    media_files = {p.resolve() for p in files if p.suffix.lower() in MEDIA_EXT}
+    # subtitle sidecars are read with their media file, not as documents of their own
+    sidecar_files = {s.resolve() for m in media_files for s in sidecars(m)}
     image_files: list[tuple[Path, str]] = []
     linked: set[str] = set()
     by_kind: dict[str, int] = {}
@@ -199,6 +240,8 @@ def ingest_partition(
             progress(i, len(files), rel)
         if path.suffix.lower() in IMAGE_EXT:
             image_files.append((path, rel))
+            continue
+        if path.resolve() in sidecar_files:
             continue
         try:
             read = reader.read_file(path, rel)
@@ -257,4 +300,5 @@ def ingest_partition(
         seconds=time.perf_counter() - t0,
         n_files=len(files),
         by_kind=by_kind,
+        media=reader.media,
     )
