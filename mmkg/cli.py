@@ -56,6 +56,8 @@ def _params(pairs: list[str] | None) -> dict[str, str]:
 def query(
     text: Annotated[str | None, typer.Argument(help="Text query.")] = None,
     image: Annotated[Path | None, typer.Option("--image", help="Image query (file path).")] = None,
+    video: Annotated[Path | None, typer.Option("--video", help="Video query (file path; strategy m3kg).")] = None,
+    audio: Annotated[Path | None, typer.Option("--audio", help="Audio query (file path; strategy m3kg).")] = None,
     k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Chunks to return.")] = 5,
     strategy: Annotated[
         str, typer.Option("--strategy", help="Retrieval strategy, optionally NAME:PRESET (mmkg strategies lists them).")
@@ -70,15 +72,17 @@ def query(
     index: IndexPath = None,
     version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
 ) -> None:
-    """Retrieve the chunks that answer a text and/or image query, with the graph evidence the strategy selected."""
+    """Retrieve the chunks that answer a text, image, video and/or audio query, with the evidence selected."""
     from mmkg.retrieval import get_strategy
+    from mmkg.retrieval.base import Query
 
-    if text is None and image is None:
-        console.print("[red]error:[/] give a text query, --image PATH, or both")
+    if text is None and image is None and video is None and audio is None:
+        console.print("[red]error:[/] give a text query, --image PATH, --video PATH or --audio PATH")
         raise typer.Exit(2)
-    if image is not None and not image.is_file():
-        console.print(f"[red]error:[/] image {image} not found")
-        raise typer.Exit(2)
+    for what, path in (("image", image), ("video", video), ("audio", audio)):
+        if path is not None and not path.is_file():
+            console.print(f"[red]error:[/] {what} {path} not found")
+            raise typer.Exit(2)
     try:
         overrides = _params(param)
         get_strategy(strategy, preset, **overrides)  # unknown names fail here, before any model loads
@@ -94,9 +98,10 @@ def query(
                       f"partitions: {sorted(known)}")  # fmt: skip
         raise typer.Exit(2)
     try:
-        result = idx.retrieve(
-            text=text, image=image, k=k, strategy=strategy, preset=preset, filters=filters or None, **overrides
-        )
+        result = idx.search(
+            Query(text=text, image=image, video=video, audio=audio), k=k, strategy=strategy, preset=preset,
+            filters=filters or None, **overrides,
+        )  # fmt: skip
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -110,7 +115,9 @@ def query(
     for note in result.notes:
         console.print(f"[dim]{note}[/]")
     for c in result.chunks:
-        where = c.source_path + (f" p.{c.page}" if c.page else "")
+        where = c.source_path + (f" p.{c.page}" if c.page and c.t_start is None else "")
+        if c.t_start is not None:
+            where += f" {_clock(c.t_start)}–{_clock(c.t_end or c.t_start)}"
         console.print(f"\n[bold]{c.rank}. {c.title}[/]  [dim]{where}  score {c.score:.4f}[/]")
         console.print(c.text if len(c.text) <= 400 else c.text[:400] + "…")
         if c.sentences:
@@ -129,6 +136,16 @@ def query(
         console.print(f"\n[bold]entities[/] {ents}")
     for r in result.relations[:10]:
         console.print(f"[bold]triple[/] ⟨{r.subject}, {r.predicate}, {r.object}⟩ [dim]{r.score:.2f}  {r.sentence}[/]")
+    frames = [m for m in result.media if m.via == "frame"]
+    for m in frames[:5]:
+        console.print(f"[magenta]frame[/] {m.source_path} at {_clock(m.t_start)} [dim]{m.score:.2f}[/]")
+
+
+def _clock(seconds: float) -> str:
+    """12.4 -> 0:12.4; 3725 -> 1:02:05.0"""
+    h, rest = divmod(float(seconds), 3600)
+    m, s = divmod(rest, 60)
+    return f"{int(h)}:{int(m):02d}:{s:04.1f}" if h else f"{int(m)}:{s:04.1f}"
 
 
 @app.command()

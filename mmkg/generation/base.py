@@ -31,7 +31,7 @@ class Evidence:
     page: int | None = None
     image_ids: tuple[str, ...] = ()
     objects: tuple[tuple[str, str, tuple[float, float, float, float] | None], ...] = ()  # object id, image id, box
-    time_span: tuple[float, float] | None = None  # start, end seconds, for media transcripts (later)
+    time_span: tuple[float, float] | None = None  # start, end seconds, for media transcripts
     sentences: tuple[tuple[str, float], ...] = ()  # (sentence text, its retrieval score), best first
     score: float = 0.0
 

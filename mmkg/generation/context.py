@@ -66,7 +66,9 @@ def build_context(
     left_out = 0
     for c in result.chunks[:max_items]:
         label = len(evidence) + 1
-        where = f"{c.title}" + (f", page {c.page}" if c.page else "") + f" ({c.source_path})"
+        t_start, t_end = getattr(c, "t_start", None), getattr(c, "t_end", None)
+        at = f", {t_start:.1f}-{(t_end or t_start):.1f} s" if t_start is not None else ""
+        where = f"{c.title}" + (f", page {c.page}" if c.page and not at else at) + f" ({c.source_path})"
         head = f"[{label}] {where}\n"
         room = chunk_budget - used - count(head)
         body = _fit(c.text.strip(), room, count) if room > 0 else ""
@@ -82,6 +84,7 @@ def build_context(
                 source_path=c.source_path, page=c.page, image_ids=tuple(i.image_id for i in c.images),
                 objects=tuple((o.object_id, o.image_id, o.box) for o in c.objects),
                 sentences=tuple((s.text, s.score) for s in c.sentences), score=c.score,
+                time_span=(float(t_start), float(t_end or t_start)) if t_start is not None else None,
             )
         )  # fmt: skip
     left_out += max(0, len(result.chunks) - max_items)

@@ -170,12 +170,22 @@ def payload_tables(
     are what mKG-RAG and R2AG select and cite; cross-modal links are the typed image–entity edges MMGraphRAG
     traverses (kept beside the PPR graph, which they do not change).
     """
-    docs = documents.select("doc_id", "partition", "source_path", "title", "kind")
-    image_cols = [*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height"]
+    extra = ["duration_s"] if "duration_s" in documents.columns else []
+    docs = documents.select("doc_id", "partition", "source_path", "title", "kind", *extra)
+    image_cols = [c for c in (*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height") if c in images.columns]
     return {
         "documents": docs,
         "chunks": chunks.join(docs.select("doc_id", "title", "source_path"), on="doc_id", how="left").select(
-            "chunk_id", "doc_id", "partition", "title", "source_path", "page", "chunk_index", "text", "image_ids"
+            "chunk_id",
+            "doc_id",
+            "partition",
+            "title",
+            "source_path",
+            "page",
+            "chunk_index",
+            "text",
+            "image_ids",
+            *(c for c in ("t_start", "t_end") if c in chunks.columns),
         ),
         "sentences": sentences.select("sentence_id", "chunk_id", "doc_id", "partition", "text"),
         "images": images.select(*image_cols, *(["phash"] if "phash" in images.columns else [])),

@@ -219,6 +219,7 @@ class Index:
         self._lexical_pos: np.ndarray | None = None
         self._units: dict[str, UnitTable] = {}
         self._payload: dict[str, pl.DataFrame] = {}
+        self._ocr: Any = None  # the query pictures' OCR engine, made on first use
         # OpenBLAS worker threads spin after each call and starve torch's query encoder of the
         # cores; the dense search and propagation run on one BLAS thread instead (measured:
         # retrieve() p50 85 ms -> 55 ms on 2 cores).
@@ -356,15 +357,23 @@ class Index:
         """The query text's vector in the index's space."""
         return self._encoder().encode_text([text])[0]
 
-    def encode_image(self, image: str | Path) -> np.ndarray:
-        """The query picture's vector; with the text encoder, through what can be read from it (as at indexing)."""
+    def encode_image(self, image: str | Path, texts: Sequence[str] | None = None) -> np.ndarray:
+        """The query picture's vector; with the text encoder, through what can be read from it (as at indexing).
+
+        ``texts``: the picture's OCR lines when the caller has read them already (the text encoder then
+        runs no OCR of its own).
+        """
         from mmkg.encoders import ImageInput
 
-        texts: list[str] = []
+        if texts is not None:
+            return self._encoder().encode_images([ImageInput(path=Path(image), pil=None, texts=list(texts))])[0]
+        texts = []
         if self.manifest.encoder.backend == "text":
             from mmkg.vision.ocr import OcrEngine
 
-            texts = [line.text for line in OcrEngine().read_path(Path(image))]
+            if self._ocr is None:  # one engine per reader: loading its models costs more than reading a picture
+                self._ocr = OcrEngine()
+            texts = [line.text for line in self._ocr.read_path(Path(image))]
         return self._encoder().encode_images([ImageInput(path=Path(image), pil=None, texts=texts)])[0]
 
     def query_vector(self, query: Query) -> np.ndarray:
@@ -516,6 +525,8 @@ class Index:
         filters: Filters = None,
         engine: str | None = None,
         strategy: str | None = None,
+        video: str | Path | None = None,
+        audio: str | Path | None = None,
         **overrides: Any,
     ) -> RetrievalResult:
         """Top-k chunks for a text and/or image query, with the evidence that put them there.
@@ -524,7 +535,7 @@ class Index:
         as ``name:preset``; MG2-RAG (``mg2``) by default. ``preset``: that strategy's preset name, or an
         ``mmkg.retrieval.Preset`` object for MG2-RAG. Other keyword arguments override parameters.
         """
-        query = Query(text=text, image=Path(image) if image is not None else None)
+        query = Query(text=text, image=image, video=video, audio=audio)  # type: ignore[arg-type]  # paths coerced
         return self.search(query, k, strategy, preset, filters, engine, **overrides)
 
     def search(
@@ -537,7 +548,7 @@ class Index:
         engine: str | None = None,
         **overrides: Any,
     ) -> RetrievalResult:
-        """``retrieve`` for a ``Query`` object (text, image, and later audio and video)."""
+        """``retrieve`` for a ``Query`` object (text, image, video, audio)."""
         from mmkg.retrieval.mg2 import MG2, Preset
         from mmkg.retrieval.registry import get_strategy
 
@@ -554,7 +565,12 @@ class Index:
             raise ValueError(f"strategy {strat.name} does not answer {sorted(missing)} queries; it answers "
                              f"{sorted(strat.modalities)}")  # fmt: skip
         with self.single_blas_thread():
-            return strat.retrieve(self, query, k, filters)
+            result = strat.retrieve(self, query, k, filters)
+        if not result.media:
+            from mmkg.retrieval.m3kg import chunk_spans
+
+            result.media = chunk_spans(result)
+        return result
 
     def self_check(self, probes: int = 3, k: int = 5) -> list[str]:
         """What is wrong with this version as a reader sees it (empty: nothing). Needs no encoder.
@@ -637,7 +653,7 @@ class Index:
                     ImageOccurrence(
                         doc_id=o["doc_id"], partition=o["partition"], title=d.get("title", ""),
                         source_path=d.get("source_path", ""), source=o.get("source") or "",
-                        page=o.get("page"), alt_text=o.get("alt_text") or "",
+                        page=o.get("page"), alt_text=o.get("alt_text") or "", t_s=o.get("t_s"),
                     )
                 )  # fmt: skip
                 shown_as.setdefault((o["image_id"], o["doc_id"]), o.get("source") or "")
@@ -708,7 +724,7 @@ class Index:
                 RetrievedChunk(
                     rank=rank, chunk_id=cid, doc_id=c["doc_id"], partition=c["partition"], title=c["title"],
                     source_path=c["source_path"], page=c["page"], text=c["text"], score=float(chunk_scores[i]),
-                    sentences=hits, images=imgs, objects=objs,
+                    sentences=hits, images=imgs, objects=objs, t_start=c.get("t_start"), t_end=c.get("t_end"),
                 )
             )  # fmt: skip
         return out

@@ -49,7 +49,9 @@ SHARED = ("images", "objects")
 #: the tables every version has (MG2-RAG's granularities); the others came later and may be absent in old versions
 GRANULARITIES = ("chunks", "sentences", "images", "objects")
 
-IMAGE_OCCURRENCE_COLUMNS = ("image_id", "doc_id", "partition", "occurrence", "page", "role", "source", "alt_text")
+IMAGE_OCCURRENCE_COLUMNS = (
+    "image_id", "doc_id", "partition", "occurrence", "page", "role", "source", "alt_text", "t_s",
+)  # fmt: skip
 OBJECT_OCCURRENCE_COLUMNS = ("object_id", "chunk_id", "doc_id", "partition")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mmkg.retrieval.base import Params, Strategy
+from mmkg.retrieval.m3kg import M3KG
 from mmkg.retrieval.mg2 import MG2
 from mmkg.retrieval.mkg import MKG
 from mmkg.retrieval.mmgraph import MMGraph
@@ -16,6 +17,7 @@ STRATEGIES: dict[str, type] = {
     MKG.name: MKG,
     R2AG.name: R2AG,
     MMGraph.name: MMGraph,
+    M3KG.name: M3KG,
 }
 
 DEFAULT_STRATEGY = MG2.name

@@ -29,6 +29,7 @@ class ImageOccurrence:
     source: str  # where the picture came from (image file, or PDF page and object)
     page: int | None
     alt_text: str
+    t_s: float | None = None  # a video frame's time in its video, seconds
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,22 @@ class RetrievedChunk:
     sentences: list[SentenceHit] = field(default_factory=list)
     images: list[ImageHit] = field(default_factory=list)
     objects: list[ObjectHit] = field(default_factory=list)
+    t_start: float | None = None  # media transcripts: the time span of the chunk, seconds
+    t_end: float | None = None
+
+
+@dataclass(frozen=True)
+class MediaSpan:
+    """Where in a video or audio file a result points: a transcript chunk's span, or a frame's moment (start = end)."""
+
+    doc_id: str
+    source_path: str
+    t_start: float
+    t_end: float
+    score: float
+    via: str  # chunk | frame
+    chunk_id: str = ""
+    image_id: str = ""
 
 
 @dataclass
@@ -119,6 +136,7 @@ class RetrievalResult:
     entities: list[EntityHit] = field(default_factory=list)
     relations: list[RelationHit] = field(default_factory=list)
     objects: list[ObjectHit] = field(default_factory=list)
+    media: list[MediaSpan] = field(default_factory=list)  # video/audio time spans the result points at, best first
     notes: list[str] = field(default_factory=list)  # what the strategy did or skipped, in words
     params: dict[str, Any] = field(default_factory=dict)  # the parameters it ran with
 
