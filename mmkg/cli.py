@@ -149,6 +149,55 @@ def _clock(seconds: float) -> str:
 
 
 @app.command()
+def serve(
+    index: IndexPath = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; anything but loopback needs an API key.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
+    api_key: Annotated[
+        str | None, typer.Option("--api-key", envvar="MMKG_API_KEY", help="Required as Bearer token when set.")
+    ] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="Corpus root that POST/DELETE /documents write into (off if unset).")
+    ] = None,
+    cors_origin: Annotated[
+        list[str] | None, typer.Option("--cors-origin", help="Allow browser calls from this origin (repeatable).")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Query worker threads.")] = 2,
+    answer_workers: Annotated[int, typer.Option("--answer-workers", min=1, max=16, help="Answer worker threads.")] = 1,
+    backend: Annotated[
+        str | None, typer.Option("--backend", help="A generation backend besides extractive: openai, llamacpp, ...")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Its model name or local path.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
+) -> None:
+    """Serve the index over HTTP: the REST API (OpenAPI at /docs) and the web page at /."""
+    import uvicorn
+
+    from mmkg.api import ServeConfig, create_app
+    from mmkg.generation import get_generator
+
+    generators = {}
+    if backend and backend != "extractive":
+        options = {"base_url": base_url} if backend == "openai" and base_url else {}
+        generators[backend] = lambda: get_generator(backend, model, **options)
+    try:
+        cfg = ServeConfig(
+            index_root=_root(index), corpus_root=corpus, host=host, api_key=api_key, cors_origins=cors_origin or [],
+            query_workers=workers, answer_workers=answer_workers, generators=generators,
+            default_backend=backend or "extractive",
+        )  # fmt: skip
+        api = create_app(cfg)
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(f"serving {cfg.index_root} version {api.state.holder.current().version} on http://{host}:{port}/ "
+                  f"(API docs at /docs)")  # fmt: skip
+    uvicorn.run(api, host=host, port=port, log_level="info", access_log=False)
+
+
+@app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     image: Annotated[Path | None, typer.Option("--image", help="A picture the question is about.")] = None,

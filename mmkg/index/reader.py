@@ -729,6 +729,14 @@ class Index:
             )  # fmt: skip
         return out
 
+    def chunk_record(self, chunk_id: str) -> dict | None:
+        """A chunk's published row (text, document, page or time span, picture ids), None when unknown."""
+        return self._lookups()["chunks"].get(chunk_id)
+
+    def image_record(self, image_id: str) -> dict | None:
+        """A picture's published row (blob path, size, format), None when unknown."""
+        return self._lookups()["images"].get(image_id)
+
     def chunk_rows(self, chunk_ids: Sequence[str]) -> list[int]:
         """Graph chunk rows of chunk ids (unknown ids are skipped)."""
         pos = self.positions["chunks"]
