@@ -29,3 +29,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
     .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[$EXTRAS]"
   touch "$stamp"
 fi
+
+# The web page's JavaScript (mmkg serve) is vendored from the npm registry at build time, pinned by
+# web/package-lock.json, never fetched from a CDN at run time. Without npm the page still works, minus
+# the graph drawing (it says so).
+vendor=mmkg/api/static/vendor/cytoscape.min.js
+if [ ! -f "$vendor" ] || [ web/package-lock.json -nt "$vendor" ]; then
+  if command -v npm >/dev/null; then
+    npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
+    mkdir -p "$(dirname "$vendor")"
+    cp web/node_modules/cytoscape/dist/cytoscape.min.js "$vendor"
+  else
+    echo "npm not found: the web page of mmkg serve will not draw graphs (install Node.js and re-run)" >&2
+  fi
+fi

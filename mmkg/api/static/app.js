@@ -1,0 +1,216 @@
+// The mmkg page: ask (streamed answer with citations) or search, show the evidence with grounded-object
+// overlays, and draw the graph around it. Talks only to this server's API; no third-party requests.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { key: localStorage.getItem("mmkg-api-key") || "" };
+
+function headers(extra = {}) {
+  return state.key ? { ...extra, Authorization: `Bearer ${state.key}` } : extra;
+}
+
+async function api(path, options = {}) {
+  const res = await fetch(path, { ...options, headers: headers(options.headers || {}) });
+  if (res.status === 401) {
+    $("key-label").hidden = false;
+    throw new Error("this server needs an API key: enter it above");
+  }
+  const body = res.headers.get("content-type")?.includes("json") ? await res.json() : null;
+  if (!res.ok) throw new Error(body?.error || `${res.status} ${res.statusText}`);
+  return body;
+}
+
+function requestBody(extra) {
+  const req = { text: $("question").value, k: Number($("k").value) || 5, ...extra };
+  const [name, preset] = $("strategy").value.split(":");
+  req.strategy = name;
+  if (preset) req.preset = preset;
+  const file = $("image").files[0];
+  if (!file) return { body: JSON.stringify(req), headers: { "Content-Type": "application/json" } };
+  const form = new FormData();
+  form.append("request", JSON.stringify(req));
+  form.append("image", file);
+  return { body: form, headers: {} };
+}
+
+function status(text, error = false) {
+  $("status").textContent = text;
+  $("status").className = error ? "error" : "dim";
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  for (const c of children) node.append(c);
+  return node;
+}
+
+function clock(s) {
+  const m = Math.floor(s / 60);
+  return `${m}:${(s - m * 60).toFixed(1).padStart(4, "0")}`;
+}
+
+async function picture(img) {
+  const box = el("span", { class: "pic" });
+  const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: img.source });
+  box.append(tag);
+  try {
+    const info = await api(`/images/${img.image_id}/objects`);
+    if (info.objects.length && info.width && info.height) {
+      const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+      svg.setAttribute("viewBox", `0 0 ${info.width} ${info.height}`);
+      svg.setAttribute("preserveAspectRatio", "none");
+      for (const o of info.objects) {
+        const [x0, y0, x1, y1] = o.box;
+        const r = document.createElementNS(svg.namespaceURI, "rect");
+        Object.entries({ x: x0, y: y0, width: x1 - x0, height: y1 - y0, class: "overlay" })
+          .forEach(([k, v]) => r.setAttribute(k, v));
+        const t = document.createElementNS(svg.namespaceURI, "text");
+        t.setAttribute("x", x0 + 2);
+        t.setAttribute("y", Math.max(12, y0 - 3));
+        t.textContent = `${o.entity_name} ${o.score.toFixed(2)}`;
+        svg.append(r, t);
+      }
+      box.append(svg);
+    }
+  } catch (e) { /* the picture still shows without overlays */ }
+  return box;
+}
+
+async function showEvidence(chunks, labels = null) {
+  // labels: the evidence numbers an answer cites these chunks by (default 1..n, the search ranks)
+  const list = $("evidence");
+  list.replaceChildren();
+  for (const [i, c] of chunks.entries()) {
+    const n = labels ? labels[i] : i + 1;
+    const where = c.t_start != null ? ` ${clock(c.t_start)}–${clock(c.t_end ?? c.t_start)}`
+      : c.page ? ` p. ${c.page}` : "";
+    const item = el("li", { id: `ev-${n}`, value: String(n), "data-chunk": c.chunk_id },
+      el("strong", {}, c.title || c.source_path),
+      el("div", { class: "where" }, `${c.source_path}${where} · score ${c.score.toFixed(3)}`),
+      el("div", { class: "chunk-text" }, c.text.length > 600 ? c.text.slice(0, 600) + "…" : c.text));
+    for (const img of c.images) item.append(await picture(img));
+    list.append(item);
+  }
+  $("evidence-box").hidden = chunks.length === 0;
+}
+
+function showAnswer(text, citations) {
+  const labels = new Map(citations.map((c) => [c.label, c]));
+  const box = $("answer");
+  box.replaceChildren();
+  let last = 0;
+  for (const m of text.matchAll(/\[(\d+)\]/g)) {
+    box.append(text.slice(last, m.index));
+    const n = Number(m[1]);
+    if (labels.has(n)) {
+      const a = el("a", { href: `#ev-${n}`, class: "cite", "data-label": String(n) }, `[${n}]`);
+      a.addEventListener("click", () => {
+        document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
+        $(`ev-${n}`)?.classList.add("hit");
+      });
+      box.append(a);
+    } else box.append(m[0]);
+    last = m.index + m[0].length;
+  }
+  box.append(text.slice(last));
+  $("answer-box").hidden = false;
+}
+
+async function drawGraph(chunkIds) {
+  if (!chunkIds.length) return;
+  if (typeof cytoscape === "undefined") {
+    $("graph-box").hidden = false;
+    $("graph").textContent = "graph drawing is not installed on this server (npm was missing at setup)";
+    return;
+  }
+  const g = await api("/subgraph", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ chunk_ids: chunkIds.slice(0, 20), max_entities: 30 }),
+  });
+  $("graph-box").hidden = false;
+  const colors = { chunk: "#1f77b4", entity: "#ff7f0e", image: "#2ca02c" };
+  window.mmkgGraph = cytoscape({
+    container: $("graph"),
+    elements: [
+      ...g.nodes.map((n) => ({ data: { id: n.id, label: n.label, kind: n.kind } })),
+      ...g.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.source, target: e.target } })),
+    ],
+    style: [
+      { selector: "node", style: { label: "data(label)", "font-size": 9, "background-color": (n) => colors[n.data("kind")] || "#999", width: 14, height: 14 } },
+      { selector: "edge", style: { width: 1, "line-color": "#bbb" } },
+    ],
+    layout: { name: "cose", animate: false },
+  });
+}
+
+async function search() {
+  status("searching…");
+  const { body, headers: h } = requestBody({});
+  const res = await api("/query", { method: "POST", body, headers: h });
+  $("answer-box").hidden = true;
+  await showEvidence(res.chunks);
+  await drawGraph(res.chunks.map((c) => c.chunk_id));
+  const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
+  status(`${res.chunks.length} chunks from version ${res.version} (${res.strategy}${ms != null ? `, ${ms.toFixed(0)} ms` : ""})`);
+}
+
+async function ask() {
+  status("retrieving and writing the answer…");
+  const { body, headers: h } = requestBody({ stream: true, backend: $("backend").value });
+  const res = await fetch("/ask", { method: "POST", body, headers: headers(h) });
+  if (!res.ok) {
+    const err = await res.json().catch(() => ({}));
+    throw new Error(err.error || `${res.status} ${res.statusText}`);
+  }
+  let text = "";
+  $("answer").textContent = "";
+  $("answer-box").hidden = false;
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const event = /^event: (.*)$/m.exec(block)?.[1];
+      const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] || "{}");
+      if (event === "delta") { text += data.text; $("answer").textContent = text; }
+      if (event === "error") throw new Error(data.error);
+      if (event === "answer") {
+        showAnswer(data.text, data.citations);
+        const chunks = await Promise.all(data.citations.map((c) => api(`/chunks/${c.chunk_id}`)));
+        await showEvidence(chunks, data.citations.map((c) => c.label));
+        await drawGraph(chunks.map((c) => c.chunk_id));
+        status(`answered by ${data.backend} from version ${data.index_version} with ${data.citations.length} citation(s)`);
+      }
+    }
+  }
+}
+
+async function init() {
+  $("api-key").value = state.key;
+  $("api-key").addEventListener("change", () => {
+    state.key = $("api-key").value;
+    localStorage.setItem("mmkg-api-key", state.key);
+    init();
+  });
+  try {
+    const info = await api("/index");
+    $("version").textContent = `index ${info.version} · ${info.encoder}`;
+    $("backend").replaceChildren(...info.backends.map((b) => el("option", b === info.default_backend ? { selected: "" } : {}, b)));
+    const strategies = await api("/strategies");
+    $("strategy").replaceChildren(...strategies.flatMap((s) => s.presets.map((p) =>
+      el("option", { value: `${s.name}:${p}`, title: s.summary }, `${s.name}:${p}`))));
+    $("strategy").value = "mg2:default";
+    status("ready");
+  } catch (e) { status(e.message, true); }
+}
+
+$("ask-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask().catch((e) => status(e.message, true)); });
+$("search").addEventListener("click", () => search().catch((e) => status(e.message, true)));
+init();
