@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -22,6 +23,27 @@ eval_app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 console = Console()
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            console.print(f"mmkg {version('mmkg')}")
+        except PackageNotFoundError:
+            console.print("mmkg (not installed as a package)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Query and inspect mmkg retrieval indexes."""
+
+
 IndexPath = Annotated[
     Path | None, typer.Option("--index", help="Index root (default: $MMKG_DATA_ROOT/index).", show_default=False)
 ]
@@ -31,11 +53,12 @@ def _root(index: Path | None) -> Path:
     return index or get_settings().data_root / "index"
 
 
-def _open(index: Path | None, version: str | None):
+def _open(index: Path | None, version: str | None, encoder: bool = True):
+    """The index (``encoder=False``: without loading the text/image model, for commands that read only tables)."""
     from mmkg.index import Index
 
     try:
-        return Index.open(_root(index), version=version)
+        return Index.open(_root(index), version=version, encoder=None if encoder else False)
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -58,6 +81,9 @@ def query(
     image: Annotated[Path | None, typer.Option("--image", help="Image query (file path).")] = None,
     video: Annotated[Path | None, typer.Option("--video", help="Video query (file path; strategy m3kg).")] = None,
     audio: Annotated[Path | None, typer.Option("--audio", help="Audio query (file path; strategy m3kg).")] = None,
+    query_file: Annotated[
+        Path | None, typer.Option("--query-file", help="Read the text query from this UTF-8 file ('-': stdin).")
+    ] = None,
     k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Chunks to return.")] = 5,
     strategy: Annotated[
         str, typer.Option("--strategy", help="Retrieval strategy, optionally NAME:PRESET (mmkg strategies lists them).")
@@ -76,8 +102,13 @@ def query(
     from mmkg.retrieval import get_strategy
     from mmkg.retrieval.base import Query
 
+    if query_file is not None:
+        if text is not None:
+            console.print("[red]error:[/] give the text query as an argument or with --query-file, not both")
+            raise typer.Exit(2)
+        text = _read_query_file(query_file)
     if text is None and image is None and video is None and audio is None:
-        console.print("[red]error:[/] give a text query, --image PATH, --video PATH or --audio PATH")
+        console.print("[red]error:[/] give a text query, --query-file, --image PATH, --video PATH or --audio PATH")
         raise typer.Exit(2)
     for what, path in (("image", image), ("video", video), ("audio", audio)):
         if path is not None and not path.is_file():
@@ -139,6 +170,22 @@ def query(
     frames = [m for m in result.media if m.via == "frame"]
     for m in frames[:5]:
         console.print(f"[magenta]frame[/] {m.source_path} at {_clock(m.t_start)} [dim]{m.score:.2f}[/]")
+
+
+def _read_query_file(path: Path) -> str:
+    """A long query from a file or stdin, as UTF-8 (the reader then applies its length cap)."""
+    from mmkg.retrieval.base import MAX_QUERY_CHARS
+
+    try:
+        data = sys.stdin.buffer.read(MAX_QUERY_CHARS * 4 + 1) if str(path) == "-" else path.read_bytes()
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        console.print(f"[red]error:[/] query file {path} not found")
+    except UnicodeDecodeError as exc:
+        console.print(f"[red]error:[/] query file {path} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8")
+    except OSError as exc:
+        console.print(f"[red]error:[/] cannot read query file {path}: {exc}")
+    raise typer.Exit(2)
 
 
 def _clock(seconds: float) -> str:
@@ -296,7 +343,7 @@ def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JS
 @index_app.command("info")
 def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Version, counts, encoder and size on disk of the current index."""
-    info = _open(index, None).info()
+    info = _open(index, None, encoder=False).info()  # metadata only: no model to load
     if as_json:
         print(json.dumps(info, indent=2))
         return

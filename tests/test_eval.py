@@ -276,4 +276,4 @@ def test_page_retrieval_within_document_and_across_the_corpus(tmp_path: Path):
 
 def test_eval_reports_a_missing_corpus_file_clearly(tmp_path: Path):
     res = CliRunner().invoke(app, ["eval", "twowiki", "--corpus", str(tmp_path / "nope.json")])
-    assert res.exit_code == 2 and "nope.json: file not found" in "".join(res.output.split("\n"))
+    assert res.exit_code == 2 and "nope.json: file not found" in " ".join(res.output.split())

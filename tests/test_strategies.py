@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 from conftest import ArtCorpus
 from typer.testing import CliRunner
@@ -66,10 +67,14 @@ def test_parameters_are_strict_typed_and_documented():
 
 
 def test_query_object_and_modalities(idx: Index, tmp_path: Path):
-    with pytest.raises(ValueError, match="a query needs text, an image, audio or video"):
+    with pytest.raises(ValueError, match="a query needs text"):
         Query()
-    q = Query(text="x", image="a.png")
+    picture = tmp_path / "a.png"
+    picture.write_bytes(b"png")
+    q = Query(text="x", image=str(picture))
     assert q.modalities == {"text", "image"} and isinstance(q.image, Path)
+    with pytest.raises(ValueError, match=r"image query .*missing\.png is not a file"):
+        Query(text="x", image=tmp_path / "missing.png")
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF")
     for name in ("mg2", "mkg", "r2ag", "mmgraph"):
@@ -130,8 +135,12 @@ def test_mkg_filters_apply_to_both_stages(idx: Index):
     res = idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "other"})
     assert res.chunks and {c.partition for c in res.chunks} == {"other"}
     assert all(e.doc_ids == [res.chunks[0].doc_id] for e in res.entities)
-    empty = idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "space' OR 1=1 --"})
+    elsewhere = idx.documents.filter(pl.col("partition") != "other")["doc_id"][0]
+    # both filters hold values the index has, but no document meets both
+    empty = idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "other", "doc_id": elsewhere})
     assert empty.chunks == [] and empty.notes == ["no document passed the filters"]
+    with pytest.raises(ValueError, match="no partition"):
+        idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "space' OR 1=1 --"})
 
 
 def test_mg2_results_carry_graph_evidence(idx: Index):

@@ -2,7 +2,9 @@
 
 A request that passes here is safe to hand to a strategy: ``k`` is an integer in range (a string
 or a float is refused, not coerced), text is valid Unicode within a length bound, filters name
-known columns with string values, and strategy parameters are scalars.
+known columns with string values, and strategy parameters are scalars. The text rule and the
+checks of k, filter values and pictures are the reader's own (``mmkg.retrieval.base``,
+``Index.search``), so the CLI, Python callers and the API refuse the same things the same way.
 """
 
 from __future__ import annotations
@@ -11,22 +13,15 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
-MAX_QUERY_CHARS = 10_000
+from mmkg.retrieval.base import MAX_QUERY_CHARS, clean_text
+
 MAX_FILTER_VALUES = 1_000
 Scalar = StrictBool | StrictInt | float | str
 
 
 def check_text(value: str | None, what: str = "text") -> str | None:
-    """Whitespace-only is no text; a lone surrogate (a mis-decoded file) is an error that says where."""
-    if value is None:
-        return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(
-            f"{what} is not valid Unicode (a lone surrogate at character {exc.start}); send UTF-8 text"
-        ) from None
-    return value if value.strip() else None
+    """The reader's own rule (``mmkg.retrieval.base.clean_text``): blank is no text, broken Unicode is named."""
+    return clean_text(value, what)
 
 
 class Filters(BaseModel):

@@ -284,14 +284,29 @@ class Index:
 
     def allowed_docs(self, filters: Filters) -> set[str] | None:
         """The document ids the filters allow (None: no filter). Values are compared, never pasted into a query."""
+        from mmkg.retrieval.base import QueryError
+
         if not filters:
             return None
+        if not isinstance(filters, dict):
+            raise QueryError(f"filters must map {list(FILTER_KEYS)} to values; got {type(filters).__name__}")
         unknown = sorted(set(filters) - set(FILTER_KEYS))
         if unknown:
-            raise ValueError(f"unknown filter(s) {unknown}; filter by {list(FILTER_KEYS)}")
+            raise QueryError(f"unknown filter(s) {unknown}; filter by {list(FILTER_KEYS)}")
         docs = self.documents
         for key, value in filters.items():
-            docs = docs.filter(pl.col(key).is_in([value] if isinstance(value, str) else list(value)))
+            values = [value] if isinstance(value, str) else value
+            if not isinstance(values, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in values):
+                raise QueryError(f"filter {key} takes a string or a list of strings; got {value!r}")
+            known = set(self.documents[key].to_list())
+            missing = [v for v in values if v not in known]
+            if missing:  # a typo gets its nearest names, never an empty answer without a word
+                import difflib
+
+                near = {v[:80]: difflib.get_close_matches(v, sorted(known), n=3) for v in missing[:3]}
+                raise QueryError(f"no {key} {[v[:80] for v in missing[:5]]} in index version {self.version}; "
+                                 f"nearest: {near}")  # fmt: skip
+            docs = docs.filter(pl.col(key).is_in(list(values)))
         return set(docs["doc_id"].to_list())
 
     def masks(self, filters: Filters) -> dict[str, np.ndarray | None]:
@@ -549,8 +564,14 @@ class Index:
         **overrides: Any,
     ) -> RetrievalResult:
         """``retrieve`` for a ``Query`` object (text, image, video, audio)."""
+        from mmkg.retrieval.base import check_k, check_picture
         from mmkg.retrieval.mg2 import MG2, Preset
         from mmkg.retrieval.registry import get_strategy
+
+        check_k(k)
+        if query.image is not None:
+            check_picture(query.image)
+        self.allowed_docs(filters)  # filter types and unknown values fail here, before any model runs
 
         if isinstance(preset, Preset):
             strat: Any = MG2(preset.override(**overrides) if overrides else preset, preset="custom", engine=engine)

@@ -39,6 +39,12 @@ class TopK:
     image: int
     object: int
 
+    def __post_init__(self) -> None:
+        for name in ("chunk", "sentence", "image", "object"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"top-k for {name} must be an integer of at least 1; got {value!r}")
+
 
 @dataclass(frozen=True)
 class Preset(Params):
@@ -80,6 +86,9 @@ class Preset(Params):
             )
         if not 0 <= self.same_picture_weight <= 1:
             raise ValueError(f"same_picture_weight must be in [0, 1]; got {self.same_picture_weight}")
+        if self.lexical_top_k < 1 or (self.seed_top_k is not None and self.seed_top_k < 1):
+            raise ValueError(f"lexical_top_k and seed_top_k must be at least 1; got {self.lexical_top_k} and "
+                             f"{self.seed_top_k}")  # fmt: skip
 
     def override(self, **changes: Any) -> Preset:
         """A copy with some parameters changed; unknown names are an error, not ignored."""
