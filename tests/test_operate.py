@@ -93,3 +93,19 @@ def test_query_arguments_are_checked(art: ArtCorpus):
     assert out.exit_code == 2 and "--k" in out.output
     out = _cli("query", "x", "--partition", "mars", "--index", index)
     assert out.exit_code == 2 and "no partition 'mars' in this index; partitions: ['art', 'other']" in out.output
+
+
+def test_index_info_loads_no_model_and_version_prints(art, monkeypatch: pytest.MonkeyPatch):
+    """Metadata commands read tables only: `mmkg index info` must not load the encoder (it took 21 s on a busy
+    machine); `mmkg --version` answers at once."""
+    import mmkg.encoders
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("index info loaded a model")
+
+    monkeypatch.setattr(mmkg.encoders, "load_encoder", refuse)
+    res = CliRunner().invoke(app, ["index", "info", "--index", str(art.data / "index"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["version"].startswith("v")
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.startswith("mmkg ")
