@@ -418,3 +418,15 @@ def test_a_silent_shot_frame_stays_unattached():
     chunks = chunk_documents(schemas.frame([doc], schemas.DOCUMENTS), images)
     assert chunks.height == 1 and chunks["image_ids"].to_list() == [["f1"]]
     assert (chunks["t_start"][0], chunks["t_end"][0], chunks["page"][0]) == (1.0, 9.0, 1)
+
+
+def test_m3kg_keeps_to_the_filters(media_index):
+    """A video query restricted to one partition points only at files of that partition."""
+    from mmkg.retrieval.base import Query
+
+    query = Query(text="Which island is this?", video=QUERIES / "q06.mp4")  # the Krakatoa shot, in clips/
+    free = media_index.search(query, k=5, strategy="m3kg")
+    assert free.media[0].source_path == "clips/volcanoes.mp4" and free.timings_ms["total"] > 0
+    kept = media_index.search(query, k=5, strategy="m3kg", filters={"partition": "talks"})
+    assert kept.chunks and all(c.partition == "talks" for c in kept.chunks)
+    assert kept.media and all(m.source_path.startswith("talks/") for m in kept.media)

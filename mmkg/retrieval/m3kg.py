@@ -164,6 +164,8 @@ class M3KG(PresetStrategy):
             if cid is not None:
                 chunk_best[cid] = max(chunk_best.get(cid, -math.inf), score)
         pos = index.positions["chunks"]
+        if allowed is not None:  # a picture shared with documents the filters leave out brings only allowed chunks
+            chunk_best = {c: v for c, v in chunk_best.items() if (index.chunk_record(c) or {}).get("doc_id") in allowed}
         ranked = sorted((c for c in chunk_best if c in pos), key=lambda c: (-chunk_best[c], pos[c]))[:k]
         chunk_scores = np.full(index.n_chunks, -np.inf, dtype=np.float32)
         for c in ranked:
@@ -193,14 +195,14 @@ class M3KG(PresetStrategy):
             for t in kept
         ]
         result.entities = self._entities(index, kept, {c.chunk_id for c in result.chunks})
-        result.media = self._media(index, picture_items, result)
+        result.media = self._media(index, picture_items, result, allowed)
         result.notes.insert(
             0,
             f"modality-wise retrieval: {len(picture_items)} picture item(s) within τ={p.tau_visual}, "
             f"{len(sentence_items)} sentence item(s) within τ={p.tau_text}; G_init {n_init} triple(s), "
             f"{len(triples)} after {p.hops} hop(s); {len(kept)} kept by GRASP",
         )
-        timings["total_ms"] = (time.perf_counter() - t0) * 1000
+        timings["total"] = (time.perf_counter() - t0) * 1000
         return result
 
     # -- the query -----------------------------------------------------------------------------
@@ -462,13 +464,17 @@ class M3KG(PresetStrategy):
         return sorted(out, key=lambda e: -e.score)
 
     @staticmethod
-    def _media(index: Index, pictures: dict[str, float], result: RetrievalResult) -> list[MediaSpan]:
+    def _media(
+        index: Index, pictures: dict[str, float], result: RetrievalResult, allowed: set[str] | None
+    ) -> list[MediaSpan]:
         """Frames the query matched and transcript chunks in the result, as (file, time span), best first."""
         spans: list[MediaSpan] = []
         occ = index.image_occurrences
         if pictures and "t_s" in occ.columns:
             docs = dict(index.documents.select("doc_id", "source_path").iter_rows())
             rows = occ.filter(pl.col("image_id").is_in(list(pictures)) & pl.col("t_s").is_not_null())
+            if allowed is not None:  # the same frame in a video the filters leave out is not pointed at
+                rows = rows.filter(pl.col("doc_id").is_in(list(allowed)))
             for r in rows.iter_rows(named=True):
                 t = float(r["t_s"])
                 spans.append(MediaSpan(r["doc_id"], docs.get(r["doc_id"], ""), t, t, pictures[r["image_id"]], "frame",
