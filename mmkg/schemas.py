@@ -339,13 +339,25 @@ class SchemaError(ValueError):
     """A frame does not match its declared table schema."""
 
 
+def with_added_columns(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``df`` with the columns added to ``table`` after it was written (``ADDED_COLUMNS``) as nulls.
+
+    Nothing else changes, so a schema check still sees any other difference; a filled frame's columns
+    follow the declared order (undeclared ones after), so it concatenates with newer files.
+    """
+    schema = TABLES[table]
+    late = [c for c in ADDED_COLUMNS.get(table, ()) if c not in df.columns]
+    if not late:
+        return df
+    df = df.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in late)
+    return df.select([c for c in schema if c in df.columns] + [c for c in df.columns if c not in schema])
+
+
 def conform(df: pl.DataFrame, schema: Mapping[str, Any], table: str = "table") -> pl.DataFrame:
     """Select and cast ``df`` to ``schema``; name every missing or uncastable column."""
+    if table in ADDED_COLUMNS:
+        df = with_added_columns(df, table)
     missing = [c for c in schema if c not in df.columns]
-    late = [c for c in missing if c in ADDED_COLUMNS.get(table, ())]
-    if late:
-        df = df.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in late)
-        missing = [c for c in missing if c not in late]
     if missing:
         raise SchemaError(f"{table}: missing column(s) {missing}; expected {list(schema)}")
     try:

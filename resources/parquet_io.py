@@ -59,12 +59,6 @@ class PolarsParquetIOManager(ConfigurableIOManager):
         keys = sorted(context.asset_partition_keys)
         return self._read(asset, [self._path(asset, k) for k in keys])
 
-    @staticmethod
-    def _with_late(df: pl.DataFrame, schema: pl.Schema, late: tuple[str, ...]) -> pl.DataFrame:
-        """``df`` with its missing late columns as nulls, in the declared column order (other columns after)."""
-        df = df.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in late if c not in df.columns)
-        return df.select([c for c in schema if c in df.columns] + [c for c in df.columns if c not in schema])
-
     def _read(self, asset: str, paths: list[Path]) -> pl.DataFrame:
         missing = [p for p in paths if not p.exists()]
         if missing:
@@ -77,9 +71,6 @@ class PolarsParquetIOManager(ConfigurableIOManager):
         if not paths:
             return schemas.empty(schema) if schema else pl.DataFrame()
         frames = [pl.read_parquet(p) for p in paths]
-        if schema is not None and asset in schemas.ADDED_COLUMNS:
-            # partitions written before a column was added read with nulls in it (see schemas.ADDED_COLUMNS);
-            # nothing else is changed, so the schema check still sees any other difference
-            late = schemas.ADDED_COLUMNS[asset]
-            frames = [f if all(c in f.columns for c in late) else self._with_late(f, schema, late) for f in frames]
+        if asset in schemas.ADDED_COLUMNS:  # partitions written before a column was added read with nulls in it
+            frames = [schemas.with_added_columns(f, asset) for f in frames]
         return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]

@@ -45,6 +45,7 @@ from starlette.exceptions import HTTPException
 from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
 from mmkg.api.models import AskRequest, QueryRequest, SubgraphRequest
+from mmkg.retrieval.base import PictureTooLarge, QueryError, check_picture
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -235,8 +236,13 @@ def create_app(cfg: ServeConfig) -> FastAPI:
                 raise ApiError(422, "invalid request: " + _explain(exc.errors())) from exc
             if req.text is None and not files:
                 raise ApiError(422, "invalid request: give text (not empty or only spaces), or upload a file")
-            if "image" in files:
-                _check_picture(files["image"])
+            if "image" in files:  # at the door, before a worker is taken (the reader checks again, by path)
+                try:
+                    check_picture(files["image"], what="the image upload")
+                except PictureTooLarge as exc:
+                    raise ApiError(413, str(exc)) from exc
+                except QueryError as exc:
+                    raise ApiError(400, str(exc)) from exc
             return req, files, tmp
         except json.JSONDecodeError as exc:
             tmp.cleanup()
@@ -254,7 +260,6 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         index = holder.current()
         query = Query(text=req.text, image=files.get("image"), video=files.get("video"), audio=files.get("audio"))
         filters = req.filters.as_dict() if req.filters else None
-        _check_filters(index, filters)
         try:
             result = index.search(query, k=req.k, strategy=req.strategy, preset=req.preset, filters=filters,
                                   **req.params)  # fmt: skip
@@ -280,7 +285,6 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
         index = holder.current()
         filters = req.filters.as_dict() if req.filters else None
-        _check_filters(index, filters)
         try:
             ans = answer(index, req.text or "", generator(req.backend), image=files.get("image"),
                          strategy=req.strategy, task=req.task, k=req.k, filters=filters, max_tokens=req.max_tokens,
@@ -316,7 +320,6 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             try:
                 index = holder.current()
                 filters = req.filters.as_dict() if req.filters else None
-                _check_filters(index, filters)
                 for piece in answer_stream(index, req.text or "", generator(req.backend), image=files.get("image"),
                                            strategy=req.strategy, task=req.task, k=req.k, filters=filters,
                                            max_tokens=req.max_tokens, **req.params):  # fmt: skip
@@ -385,20 +388,21 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             img.pop("blob_path", None)
         return out
 
-    @app.get("/images/{image_id}", summary="A picture's bytes", response_class=FileResponse)
-    async def image(image_id: str) -> FileResponse:
+    def picture(image_id: str) -> tuple[Any, dict]:
         index = holder.current()
         row = index.image_record(image_id)
         if row is None:
             raise ApiError(404, f"no picture {image_id!r} in index version {index.version}")
+        return index, row
+
+    @app.get("/images/{image_id}", summary="A picture's bytes", response_class=FileResponse)
+    async def image(image_id: str) -> FileResponse:
+        _, row = picture(image_id)
         return FileResponse(_blob(cfg.data_root, row["blob_path"]))
 
     @app.get("/images/{image_id}/objects", summary="The grounded objects of a picture: boxes, entities, σ")
     async def image_objects(image_id: str) -> dict[str, Any]:
-        index = holder.current()
-        row = index.image_record(image_id)
-        if row is None:
-            raise ApiError(404, f"no picture {image_id!r} in index version {index.version}")
+        index, row = picture(image_id)
         objs = index.objects.filter(index.objects["image_id"] == image_id)
         return {
             "image_id": image_id, "width": row.get("width"), "height": row.get("height"),
@@ -492,39 +496,6 @@ def _explain(errors: Any) -> str:
         loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
         parts.append(f"{loc}: {e.get('msg', 'invalid')}")
     return "; ".join(parts)
-
-
-def _check_picture(path: Path) -> None:
-    import warnings
-
-    from PIL import Image, UnidentifiedImageError
-
-    from mmkg.ingest.base import Limits
-
-    limit = Limits().max_image_pixels
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as img:
-                if img.width * img.height > limit:
-                    raise ApiError(413, f"picture is {img.width}x{img.height} = {img.width * img.height:,} px, over "
-                                        f"the limit of {limit:,}")  # fmt: skip
-                img.load()
-    except ApiError:
-        raise
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise ApiError(400, f"the image upload is not a readable picture ({type(exc).__name__})") from exc
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise ApiError(400, f"the image upload is corrupt or truncated ({exc})") from exc
-
-
-def _check_filters(index: Any, filters: dict[str, list[str]] | None) -> None:
-    """A partition the index does not have is named, not answered with silence."""
-    if filters and filters.get("partition"):
-        unknown = sorted(set(filters["partition"]) - set(index.manifest.partitions))
-        if unknown:
-            raise ApiError(400, f"no partition {unknown} in index version {index.version}; partitions: "
-                                f"{sorted(index.manifest.partitions)}")  # fmt: skip
 
 
 def _blob(data_root: Path, rel: str) -> Path:

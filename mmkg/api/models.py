@@ -19,11 +19,6 @@ MAX_FILTER_VALUES = 1_000
 Scalar = StrictBool | StrictInt | float | str
 
 
-def check_text(value: str | None, what: str = "text") -> str | None:
-    """The reader's own rule (``mmkg.retrieval.base.clean_text``): blank is no text, broken Unicode is named."""
-    return clean_text(value, what)
-
-
 class Filters(BaseModel):
     """Only chunks of documents whose column is one of the values (a string is one value)."""
 
@@ -60,7 +55,7 @@ class QueryRequest(BaseModel):
     @field_validator("text", mode="before")
     @classmethod
     def _text(cls, value: object) -> object:
-        return check_text(value) if isinstance(value, str) else value
+        return clean_text(value, "text") if isinstance(value, str) else value
 
 
 class AskRequest(QueryRequest):

@@ -39,6 +39,7 @@ from mmkg.retrieval.results import (
     RetrievalResult,
     RetrievedChunk,
     SentenceHit,
+    chunk_spans,
 )
 
 __all__ = [
@@ -588,8 +589,6 @@ class Index:
         with self.single_blas_thread():
             result = strat.retrieve(self, query, k, filters)
         if not result.media:
-            from mmkg.retrieval.m3kg import chunk_spans
-
             result.media = chunk_spans(result)
         return result
 

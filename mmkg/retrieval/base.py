@@ -56,8 +56,15 @@ def clean_text(value: str | None, what: str = "query text") -> str | None:
     return unicodedata.normalize("NFC", value)
 
 
-def check_picture(path: Path, max_pixels: int | None = None) -> None:
-    """An image query must be a readable picture under the pixel cap; the header is read before any decoding."""
+class PictureTooLarge(QueryError):
+    """A query picture over the pixel cap (the REST API answers 413 for it)."""
+
+
+def check_picture(path: Path, max_pixels: int | None = None, what: str | None = None) -> None:
+    """An image query must be a readable picture under the pixel cap; the header is read before any decoding.
+
+    ``what`` names the picture in the message (default: ``image query <path>``).
+    """
     import warnings
 
     from PIL import Image, UnidentifiedImageError
@@ -65,22 +72,23 @@ def check_picture(path: Path, max_pixels: int | None = None) -> None:
     from mmkg.ingest.base import Limits
 
     limit = max_pixels or Limits().max_image_pixels
+    name = what or f"image query {path}"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as img:
                 if img.width * img.height > limit:
-                    raise QueryError(f"image query {path} is {img.width}x{img.height} = {img.width * img.height:,} "
-                                     f"px, over the limit of {limit:,} px")  # fmt: skip
+                    raise PictureTooLarge(f"{name} is {img.width}x{img.height} = {img.width * img.height:,} px, "
+                                          f"over the limit of {limit:,} px")  # fmt: skip
                 img.load()
     except QueryError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise QueryError(f"image query {path} is too large to decode safely ({exc})") from exc
+        raise QueryError(f"{name} is too large to decode safely ({exc})") from exc
     except UnidentifiedImageError as exc:
-        raise QueryError(f"image query {path} is not a readable picture ({type(exc).__name__})") from exc
+        raise QueryError(f"{name} is not a readable picture ({type(exc).__name__})") from exc
     except (OSError, SyntaxError, ValueError) as exc:
-        raise QueryError(f"image query {path} is corrupt or truncated ({exc})") from exc
+        raise QueryError(f"{name} is corrupt or truncated ({exc})") from exc
 
 
 def check_k(k: object) -> int:

@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
-from mmkg.retrieval.results import EntityHit, MediaSpan, RetrievalResult
+from mmkg.retrieval.results import EntityHit, MediaSpan, RetrievalResult, chunk_spans
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -481,15 +481,6 @@ class M3KG(PresetStrategy):
                                        image_id=r["image_id"]))  # fmt: skip
         spans += chunk_spans(result)
         return sorted(spans, key=lambda s: -s.score)
-
-
-def chunk_spans(result: RetrievalResult) -> list[MediaSpan]:
-    """The time spans of a result's media transcript chunks, in rank order (what any strategy points at)."""
-    return [
-        MediaSpan(c.doc_id, c.source_path, float(c.t_start), float(c.t_end or c.t_start), c.score, "chunk", c.chunk_id)
-        for c in result.chunks
-        if c.t_start is not None
-    ]
 
 
 # -- item links (L of Eq. 1), built once per index version ---------------------------------------------

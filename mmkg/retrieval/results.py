@@ -142,3 +142,12 @@ class RetrievalResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def chunk_spans(result: RetrievalResult) -> list[MediaSpan]:
+    """The time spans of a result's media transcript chunks, in rank order (what any strategy points at)."""
+    return [
+        MediaSpan(c.doc_id, c.source_path, float(c.t_start), float(c.t_end or c.t_start), c.score, "chunk", c.chunk_id)
+        for c in result.chunks
+        if c.t_start is not None
+    ]
