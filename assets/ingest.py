@@ -56,7 +56,8 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber()
     )
     for row in result.rejected.iter_rows(named=True):
-        context.log.warning(f"rejected {row['source_path']} {row['record_key']}: {row['reason']}")
+        what = {"budget": "cut", "repaired": "repaired"}.get(row["stage"], "rejected")
+        context.log.warning(f"{what} {row['source_path']} {row['record_key']}: {row['reason']}")
     docs, images, rejected = result.documents, result.images, result.rejected
     yield Output(
         docs,
@@ -67,6 +68,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
             FINGERPRINT_KEY: fingerprint,
             "by_kind": MetadataValue.json(result.by_kind),
             "characters": int(docs["text"].str.len_chars().sum() or 0),
+            "truncated_documents": result.truncated,
             **(
                 {
                     "media_files": len(result.media),
@@ -91,5 +93,9 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
     yield Output(
         rejected,
         output_name="rejected_files",
-        metadata={**table_metadata(rejected, ["source_path", "record_key", "reason"]), "rejected": rejected.height},
+        metadata={
+            **table_metadata(rejected, ["source_path", "record_key", "stage", "reason"]),
+            "rejected": rejected.height,
+            "by_stage": counts(rejected, "stage"),
+        },
     )

@@ -40,6 +40,9 @@ def count_tokens(text: str) -> int:
 def sentencizer() -> Language:
     nlp = spacy.blank("en")
     nlp.add_pipe("sentencizer")
+    # Rule-based sentence splitting needs no parser memory; a paragraph block is as long as the document's
+    # character budget allows (mmkg.ingest.budget), past spaCy's 1,000,000-character default for parsers.
+    nlp.max_length = 100_000_000
     return nlp
 
 

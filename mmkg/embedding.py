@@ -126,6 +126,20 @@ class VectorCache:
             df.unique("key", keep="first").write_parquet(tmp)
 
 
+def encode_distinct(encoder: Encoder, texts: list[str], batch_size: int) -> np.ndarray:
+    """``encoder.encode_text`` with each distinct text encoded once, rows in the order of ``texts``.
+
+    Boilerplate sentences ("All rights reserved.", a page footer) repeat across pages and documents,
+    and a file of one repeated line would otherwise cost one forward pass per line.
+    """
+    first: dict[str, int] = {}
+    index = [first.setdefault(t, len(first)) for t in texts]
+    if len(first) == len(texts):
+        return encoder.encode_text(texts, batch_size)
+    vecs = encoder.encode_text(list(first), batch_size)
+    return vecs[np.asarray(index, dtype=np.int64)] if len(texts) else vecs
+
+
 def encode_cached(
     encoder: Encoder,
     texts: list[str],
@@ -137,11 +151,11 @@ def encode_cached(
     """``encoder.encode_text`` for the texts the cache lacks; returns all vectors and how many were reused."""
     dim = encoder.info.dim
     if cache is None or partition is None:
-        return encoder.encode_text(texts, batch_size), 0
+        return encode_distinct(encoder, texts, batch_size), 0
     keys = [VectorCache.key(t) for t in texts]
     known = cache.load(granularity, partition, dim)
     missing = sorted({i for i, k in enumerate(keys) if k not in known})
-    fresh = encoder.encode_text([texts[i] for i in missing], batch_size) if missing else np.zeros((0, dim))
+    fresh = encode_distinct(encoder, [texts[i] for i in missing], batch_size) if missing else np.zeros((0, dim))
     out = np.zeros((len(texts), dim), np.float32)
     for row, i in enumerate(missing):
         out[i] = fresh[row]

@@ -33,6 +33,36 @@ class Settings(BaseSettings):
     )
     frame_interval_s: float = Field(default=10.0, gt=0, description="A video frame at least this often (seconds).")
     max_frames_per_minute: int = Field(default=12, ge=1, description="Frames per minute of video, scene cuts included.")
+    # budgets per file and partition (mmkg.ingest.budget; the same defaults as mmkg.ingest.Limits, which a test
+    # holds them to): what is over one is cut and recorded as a rejected_files row of stage "budget"
+    max_text_file_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1, description="Markdown, text and JSON files larger are rejected."
+    )
+    max_document_chars: int = Field(
+        default=4_000_000, ge=1, description="A document's text after this many characters is dropped."
+    )
+    max_sentence_chars: int = Field(
+        default=5_000,
+        ge=100,
+        description="Text without a sentence end or line break for longer than this keeps only this much.",
+    )
+    max_sentences_per_document: int = Field(
+        default=30_000,
+        ge=1,
+        description="A document's text after this many sentences is dropped.",
+    )
+    max_pages: int = Field(default=2_000, ge=1, description="PDF pages after this many are not read.")
+    max_images_per_document: int = Field(
+        default=2_000, ge=0, description="Pictures after this many in a document are skipped."
+    )
+    max_file_seconds: float = Field(
+        default=600.0, gt=0, description="Reading one PDF or JSON file stops after this many seconds."
+    )
+    max_partition_chars: int = Field(
+        default=200_000_000,
+        ge=1,
+        description="Documents past this many characters in a partition are rejected.",
+    )
     asr_model: str = Field(
         default="", description="Local Whisper model (folder or cached id) for media without subtitles; empty: none."
     )

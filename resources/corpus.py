@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
@@ -26,6 +27,19 @@ class CorpusResource(ConfigurableResource):
     )
     frame_interval_s: float = Field(default=_S.frame_interval_s, description="A video frame at least this often (s).")
     max_frames_per_minute: int = Field(default=_S.max_frames_per_minute, description="Video frames a minute, at most.")
+    # budgets (mmkg.ingest.budget): what is over one is cut and recorded as a rejected_files row of stage "budget"
+    max_text_file_bytes: int = Field(default=_S.max_text_file_bytes, description="Reject larger Markdown/text/JSON.")
+    max_document_chars: int = Field(default=_S.max_document_chars, description="Characters kept per document.")
+    max_sentence_chars: int = Field(
+        default=_S.max_sentence_chars, description="Characters kept of text with no sentence end or line break."
+    )
+    max_sentences_per_document: int = Field(
+        default=_S.max_sentences_per_document, description="Sentences kept per document."
+    )
+    max_pages: int = Field(default=_S.max_pages, description="PDF pages read per file.")
+    max_images_per_document: int = Field(default=_S.max_images_per_document, description="Pictures kept per document.")
+    max_file_seconds: float = Field(default=_S.max_file_seconds, description="Seconds spent reading one PDF or JSON.")
+    max_partition_chars: int = Field(default=_S.max_partition_chars, description="Characters kept per partition.")
     asr_model: str = Field(
         default=_S.asr_model,
         description="Local Whisper model (folder or cached id) that transcribes media without subtitles "
@@ -42,15 +56,8 @@ class CorpusResource(ConfigurableResource):
         return Path(self.root)
 
     def limits(self) -> Limits:
-        return Limits(
-            max_image_pixels=self.max_image_pixels,
-            min_image_side=self.min_image_side,
-            max_file_bytes=self.max_file_bytes,
-            max_media_seconds=self.max_media_seconds,
-            media_decode_seconds=self.media_decode_seconds,
-            frame_interval_s=self.frame_interval_s,
-            max_frames_per_minute=self.max_frames_per_minute,
-        )
+        """The ``Limits`` of every field this resource configures (the rest keep their defaults)."""
+        return Limits(**{f.name: getattr(self, f.name) for f in fields(Limits) if f.name in type(self).model_fields})
 
     def transcriber(self):
         """The ASR backend for media without subtitles (None when ``asr_model`` is empty)."""

@@ -26,6 +26,15 @@ class Limits:
     scene_threshold: float = 0.12  # mean absolute change of a 16x16 colour thumbnail (0..1) that marks a cut
     media_window_s: float = 30.0  # a media "page": transcript and frames of this many seconds
     media_decode_seconds: float = 300.0  # wall-clock budget to decode one file's frames; the rest is skipped
+    # budgets (mmkg.ingest.budget): work over one is cut and recorded as a rejected_files row of stage "budget"
+    max_text_file_bytes: int = 64 * 1024 * 1024  # Markdown, text, JSON: parsed whole in memory, larger is rejected
+    max_document_chars: int = 4_000_000  # text after this many characters is dropped (about 2,000 dense pages)
+    max_sentence_chars: int = 5_000  # a stretch without a sentence end or line break keeps this many characters
+    max_sentences_per_document: int = 30_000  # text after this many sentence ends is dropped
+    max_pages: int = 2_000  # PDF pages after this many are not read
+    max_images_per_document: int = 2_000  # pictures after this many in one document are not decoded
+    max_file_seconds: float = 600.0  # reading one file (pages, records) stops after this many seconds
+    max_partition_chars: int = 200_000_000  # documents after this many characters in one partition are rejected
 
 
 @dataclass

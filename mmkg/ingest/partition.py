@@ -7,6 +7,7 @@ and the reason, and everything else in the partition is still read.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import polars as pl
 from mmkg import schemas
 from mmkg.ids import content_id
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
+from mmkg.ingest.budget import apply_text_budgets
 from mmkg.ingest.images import ImageStore, decode_and_store
 from mmkg.ingest.media import MEDIA_EXT, SUBTITLE_EXT, read_media, sidecars
 from mmkg.ingest.pdf import read_pdf
@@ -29,6 +31,7 @@ TEXT_EXT = {".txt"}
 RECORD_EXT = {".json", ".jsonl"}
 PDF_EXT = {".pdf"}
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+TEXT_LIKE_EXT = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT  # read whole into memory and parsed there
 SUPPORTED = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT | PDF_EXT | IMAGE_EXT | MEDIA_EXT | SUBTITLE_EXT
 
 if TYPE_CHECKING:
@@ -47,6 +50,7 @@ class IngestResult:
     n_files: int
     by_kind: dict[str, int] = field(default_factory=dict)
     media: list[dict] = field(default_factory=list)  # per media file: duration, frames, transcript source, seconds
+    truncated: int = 0  # documents kept with a budget cut (their reasons are rows of stage "budget")
 
 
 def list_partitions(corpus_root: Path | str) -> list[str]:
@@ -83,9 +87,11 @@ class _Reader:
         self.docs: list[dict] = []
         self.images: list[dict] = []
         self.rejected: list[Rejection] = []
+        self.chars = 0  # characters of the documents kept so far (the partition's budget)
+        self.truncated = 0  # documents kept with a budget cut
 
-    def reject(self, rel: str, reason: str, record_key: str = "") -> None:
-        self.rejected.append(Rejection(rel, reason, record_key))
+    def reject(self, rel: str, reason: str, record_key: str = "", stage: str = "ingest") -> None:
+        self.rejected.append(Rejection(rel, reason, record_key, stage))
 
     def check_size(self, path: Path) -> None:
         size = path.stat().st_size
@@ -96,8 +102,13 @@ class _Reader:
                 f"file is {size:,} bytes, over the limit of {self.limits.max_file_bytes:,} (MMKG_MAX_FILE_BYTES)"
             )
 
-    def read_bytes(self, path: Path) -> bytes:
+    def read_bytes(self, path: Path, max_bytes: int | None = None) -> bytes:
         self.check_size(path)
+        if max_bytes is not None and (size := path.stat().st_size) > max_bytes:
+            raise Rejected(
+                f"file is {size:,} bytes; text and JSON files are parsed whole in memory and the limit is "
+                f"{max_bytes:,} (MMKG_MAX_TEXT_FILE_BYTES): split it into smaller files"
+            )
         return path.read_bytes()
 
     def resolve_link(self, doc: SourceDocument, target: Path | str, ref: ImageRef, line: int) -> ImageRef | None:
@@ -119,7 +130,29 @@ class _Reader:
         ref.source = rel_posix(resolved, self.root)
         return ref
 
-    def add(self, doc: SourceDocument) -> None:
+    def add(self, doc: SourceDocument) -> bool:
+        """Store ``doc`` within its budgets; False when the partition's budget leaves no room for it."""
+        lim = self.limits
+        reasons = apply_text_budgets(doc, lim)
+        if len(doc.images) > lim.max_images_per_document:
+            reasons.append(
+                f"document has {len(doc.images):,} pictures; kept the first {lim.max_images_per_document:,} "
+                "(budget MMKG_MAX_IMAGES_PER_DOCUMENT)"
+            )
+            doc.images = doc.images[: lim.max_images_per_document]
+        if self.chars + len(doc.text) > lim.max_partition_chars:
+            self.reject(
+                doc.source_path,
+                f"the partition already holds {self.chars:,} characters and this document has {len(doc.text):,}; "
+                f"the partition budget is {lim.max_partition_chars:,} (MMKG_MAX_PARTITION_CHARS): "
+                "move some files into another partition",
+                doc.record_key,
+            )
+            return False
+        for reason in reasons:
+            self.reject(doc.source_path, reason, doc.record_key, stage="budget")
+        self.truncated += bool(reasons)
+        self.chars += len(doc.text)
         doc_id = content_id(self.partition, doc.source_path, doc.record_key, doc.content_sha256)
         self.docs.append(
             {
@@ -150,6 +183,9 @@ class _Reader:
             except OSError as exc:
                 self.reject(ref.source, f"cannot read image: {exc}", doc.record_key)
                 continue
+            except Exception as exc:  # a decoder's surprise costs this picture, never its document
+                self.reject(ref.source, _unexpected(exc), doc.record_key)
+                continue
             self.images.append(
                 {
                     "image_id": stored.image_id,
@@ -172,6 +208,7 @@ class _Reader:
                 }
             )
             ref.pil = None  # let renders be freed as soon as they are stored
+        return True
 
     def read_file(self, path: Path, rel: str) -> list[tuple[SourceDocument, Links]]:
         ext = path.suffix.lower()
@@ -186,13 +223,13 @@ class _Reader:
             self.rejected.extend(problems)
             self.media.append({"source_path": rel, **facts})
             return [(doc, [])]
-        data = self.read_bytes(path)
+        data = self.read_bytes(path, self.limits.max_text_file_bytes if ext in TEXT_LIKE_EXT else None)
         if ext in MARKDOWN_EXT:
             return [read_markdown(path, data, rel)]
         if ext in TEXT_EXT:
             return [(read_plain_text(path, data, rel), [])]
         if ext in RECORD_EXT:
-            docs, rejections = read_records(path, data, rel)
+            docs, rejections = read_records(path, data, rel, self.limits)
             self.rejected.extend(rejections)
             return docs
         if ext in PDF_EXT:
@@ -232,9 +269,13 @@ def ingest_partition(
     linked: set[str] = set()
     by_kind: dict[str, int] = {}
     for i, path in enumerate(files):
+        shown = _printable(rel_posix(path, root))
+        if shown != rel_posix(path, root):
+            reader.reject(shown, "file name is not valid UTF-8 (shown with \\x escapes); rename the file")
+            continue
         rel = rel_posix(path.resolve(), reader.root) if path.resolve().is_relative_to(reader.root) else None
         if rel is None:
-            reader.reject(rel_posix(path, root), f"symbolic link points outside the corpus root {reader.root}")
+            reader.reject(shown, f"symbolic link points outside the corpus root {reader.root}")
             continue
         if progress:
             progress(i, len(files), rel)
@@ -248,13 +289,21 @@ def ingest_partition(
         except Rejected as exc:
             reader.reject(rel, str(exc))
             continue
+        except Exception as exc:  # a reader's surprise costs this file, never the partition
+            reader.reject(rel, _unexpected(exc))
+            continue
         for doc, links in read:
-            for target, ref, line in links:
-                if (resolved := reader.resolve_link(doc, target, ref, line)) is not None:
-                    doc.images.append(resolved)
-                    linked.add(resolved.source)
-            reader.add(doc)
-            by_kind[doc.kind] = by_kind.get(doc.kind, 0) + 1
+            try:
+                for target, ref, line in links:
+                    if (resolved := reader.resolve_link(doc, target, ref, line)) is not None:
+                        doc.images.append(resolved)
+                        linked.add(resolved.source)
+                added = reader.add(doc)
+            except Exception as exc:
+                reader.reject(rel, _unexpected(exc), doc.record_key)
+                continue
+            if added:
+                by_kind[doc.kind] = by_kind.get(doc.kind, 0) + 1
     # An image file no document links to is a document of its own.
     for path, rel in image_files:
         if rel in linked:
@@ -275,7 +324,8 @@ def ingest_partition(
             images=[ImageRef(data, rel, "standalone")],
         )
         n_before = len(reader.images)
-        reader.add(doc)
+        if not reader.add(doc):
+            continue
         if len(reader.images) == n_before:
             reader.docs.pop()  # the image itself was rejected: no empty document for it
         else:
@@ -301,4 +351,18 @@ def ingest_partition(
         n_files=len(files),
         by_kind=by_kind,
         media=reader.media,
+        truncated=reader.truncated,
+    )
+
+
+def _printable(name: str) -> str:
+    """``name`` with undecodable bytes (surrogate escapes from the file system) shown as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _unexpected(exc: Exception) -> str:
+    text = str(exc).encode("utf-8", "replace").decode("utf-8")[:300]
+    return (
+        f"cannot read ({type(exc).__name__}: {text}); the file is kept out and the rest of the partition is read. "
+        "Please report this file: mmkg should have given a clearer reason"
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -44,12 +45,32 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
     page_starts: list[int] = []
     images: list[ImageRef] = []
     offset = 0
+    deadline = time.monotonic() + limits.max_file_seconds
+    skipped_images = 0
     try:
         n_pages = len(pdf)
         if n_pages == 0:
             raise Rejected("PDF has no pages")
-        for index in range(n_pages):
+        if n_pages > limits.max_pages:
+            rejections.append(
+                Rejection(
+                    rel,
+                    f"PDF has {n_pages:,} pages; read the first {limits.max_pages:,} (budget MMKG_MAX_PAGES)",
+                    stage="budget",
+                )
+            )
+        for index in range(min(n_pages, limits.max_pages)):
             page_no = index + 1
+            if index and time.monotonic() > deadline:
+                rejections.append(
+                    Rejection(
+                        rel,
+                        f"reading took over {limits.max_file_seconds:g} s; read pages 1-{index} of {n_pages:,} "
+                        "(budget MMKG_MAX_FILE_SECONDS)",
+                        stage="budget",
+                    )
+                )
+                break
             page_starts.append(offset)
             try:
                 page = pdf[index]
@@ -65,6 +86,9 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             text = norm.strip("\n ")
             lead = len(norm) - len(norm.lstrip("\n "))
             for k, obj in enumerate(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3)):
+                if len(images) >= limits.max_images_per_document:  # decoded pictures are held until stored
+                    skipped_images += 1
+                    continue
                 source = f"{rel}#page={page_no}&image={k}"
                 try:
                     pil = obj.get_bitmap(render=False).to_pil()
@@ -88,12 +112,23 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                         None, source, "embedded", offset + local if local is not None else offset, page_no, pil=pil
                     )
                 )
-            if len(text) < limits.min_page_chars:
+            if len(text) < limits.min_page_chars and len(images) >= limits.max_images_per_document:
+                skipped_images += 1
+            elif len(text) < limits.min_page_chars:
                 pil = page.render(scale=limits.page_render_scale).to_pil()
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
             texts.append(text)
             offset += len(text) + 2  # pages are joined by a blank line
             page.close()
+        if skipped_images:
+            rejections.append(
+                Rejection(
+                    rel,
+                    f"{skipped_images:,} more pictures after the first {limits.max_images_per_document:,} were not "
+                    "decoded (budget MMKG_MAX_IMAGES_PER_DOCUMENT)",
+                    stage="budget",
+                )
+            )
         title = _metadata_title(pdf) or next((ln.strip() for t in texts for ln in t.splitlines() if ln.strip()), "")
     finally:
         pdf.close()
