@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -13,8 +14,9 @@ from rich.table import Table
 
 from mmkg.settings import get_settings
 
-app = typer.Typer(help="Query and inspect mmkg retrieval indexes.", no_args_is_help=True, add_completion=False)
-index_app = typer.Typer(help="Inspect a published index.", no_args_is_help=True)
+app = typer.Typer(help="Build, query and operate mmkg indexes.", no_args_is_help=True, add_completion=False)
+index_app = typer.Typer(help="Build, update and inspect an index: build, update, status, info, versions, verify, "
+                        "rollback.", no_args_is_help=True)  # fmt: skip
 app.add_typer(index_app, name="index")
 eval_app = typer.Typer(
     help="Evaluate retrieval on a benchmark: BM25, dense and graph presets side by side on one index.",
@@ -41,16 +43,36 @@ def _main(
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    """Query and inspect mmkg retrieval indexes."""
+    """Build, query and operate mmkg indexes: mmkg init, then mmkg index build, then mmkg query."""
+    # Model loading prints per-tensor progress bars on stderr; a command line wants its own output only.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("LANCE_LOG", "error")  # LanceDB's Rust logger warns on every table it creates
 
 
+DATA_ROOT_HELP = "Data root (default: $MMKG_DATA_ROOT, else data_root in ./mmkg.toml, else ./.mmkg)."
 IndexPath = Annotated[
-    Path | None, typer.Option("--index", help="Index root (default: $MMKG_DATA_ROOT/index).", show_default=False)
+    Path | None,
+    typer.Option(
+        "--index",
+        help="Index root (default: <data root>/index; the data root is $MMKG_DATA_ROOT, else data_root in "
+        "./mmkg.toml, else ./.mmkg).",
+        show_default=False,
+    ),
 ]
 
 
+def _settings():
+    """The settings in effect; a bad ./mmkg.toml or MMKG_* value ends the command with one line, exit 2."""
+    try:
+        return get_settings()
+    except ValueError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
 def _root(index: Path | None) -> Path:
-    return index or get_settings().data_root / "index"
+    return index or _settings().data_root / "index"
 
 
 def _open(index: Path | None, version: str | None, encoder: bool = True):
@@ -427,6 +449,187 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
     console.print(f"CURRENT -> {version}")
 
 
+# -- mmkg init, mmkg index build / update / status ------------------------------------------------------
+
+CORPUS_HELP = "Corpus root: one sub-folder per partition (default: $MMKG_CORPUS_ROOT, else corpus_root in ./mmkg.toml)."
+DataRootOption = Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP, show_default=False)]
+CorpusOption = Annotated[Path | None, typer.Option("--corpus", help=CORPUS_HELP, show_default=False)]
+Processes = Annotated[int | None, typer.Option("--processes", help="spaCy worker processes for the build.")]
+
+
+def _roots(corpus: Path | None, data_root: Path | None) -> tuple[Path, Path]:
+    """The corpus and data roots by the one rule: flag, then MMKG_* variable, then ./mmkg.toml, then the default."""
+    settings = _settings()
+    corpus, data_root = corpus or settings.corpus_root, data_root or settings.data_root
+    if not corpus.is_dir():
+        console.print(f"[red]error:[/] corpus root {corpus} is not a folder; pass --corpus, set MMKG_CORPUS_ROOT, "
+                      "or run `mmkg init` for a project with corpus/")  # fmt: skip
+        raise typer.Exit(2)
+    return corpus, data_root
+
+
+@app.command()
+def init(
+    folder: Annotated[
+        Path, typer.Argument(help="Project folder to create (may exist, if it holds no project).")
+    ] = Path("."),
+    example: Annotated[bool, typer.Option(help="Copy one sample partition into corpus/.")] = True,
+) -> None:
+    """Create a project: corpus/ (one sub-folder per partition), a commented mmkg.toml and a .gitignore."""
+    from mmkg.project import NEXT_STEPS, init_project
+
+    try:
+        written = init_project(folder, example=example)
+    except FileExistsError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    for path in written:
+        console.print(f"[green]created[/] {path}")
+    question = "Which mission did the first woman to command a Space Shuttle lead?"
+    print(NEXT_STEPS.format(folder=folder, question=question))  # commands to copy: never wrapped
+
+
+class _BuildDisplay:
+    """Live progress of a build: one bar over the runs (partitions, then the publish), the running step
+    and the asset's latest log line, from the Dagster events of the runs (``pipelines.progress``)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"), console=console, transient=False,
+        )  # fmt: skip
+        self.task = self.progress.add_task("starting", total=None, step="")
+        self.current = ""
+        self.warnings = 0
+
+    def start(self, what: str, i: int, n: int) -> None:
+        label = "publishing the index" if what == "publish_index" else f"partition [bold]{what}[/]"
+        self.current = label
+        self.progress.update(self.task, description=label, total=n, completed=i, step="")
+
+    def done(self, what: str, seconds: float) -> None:
+        label = "published" if what == "publish_index" else f"partition {what}"
+        console.print(f"[green]✓[/] {label} in {_clock(seconds)}")
+        self.progress.advance(self.task)
+
+    def event(self, ev) -> None:
+        if ev.kind == "step_start":
+            self.progress.update(self.task, step=ev.step)
+        elif ev.kind == "log":
+            self.progress.update(self.task, step=f"{ev.step}: {ev.message[:70]}")
+        elif ev.kind == "step_failure":
+            console.print(f"[red]✗[/] {self.current}: step {ev.step} failed")
+
+
+def _build(corpus: Path, data_root: Path, **kwargs) -> object:
+    try:
+        from pipelines.build import build_index
+    except ImportError as exc:
+        console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
+        raise typer.Exit(2) from exc
+    display = _BuildDisplay()
+    try:
+        with display.progress:
+            return build_index(
+                corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event, **kwargs
+            )
+    except (RuntimeError, ValueError, FileNotFoundError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from exc
+
+
+def _build_summary(report, data_root: Path) -> None:
+    import polars as pl
+
+    if report.reused:
+        console.print(f"[green]up to date[/]: index {report.index_version} covers the corpus as it is; "
+                      "nothing to build (--force builds anyway)")  # fmt: skip
+        return
+    t = Table(show_header=False, title=f"index {report.index_version}")
+    t.add_row("partitions built", f"{len(report.partitions)}" + (f" (up to date: {len(report.skipped)})"
+                                                                if report.skipped else ""))  # fmt: skip
+    t.add_row("documents / pages / chunks", f"{report.documents:,} / {report.pages:,} / {report.chunks:,}")
+    t.add_row("time", f"{_clock(report.wall_s)} (publish {_clock(report.publish_s)}), peak memory "
+                      f"{report.peak_bytes / 2**30:.1f} GiB")  # fmt: skip
+    files = [data_root / "tables" / "rejected_files" / f"{k}.parquet" for k in report.partitions]
+    files = [f for f in files if f.exists()]
+    if files:
+        rejected = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+        if rejected.height:
+            by = dict(rejected.group_by("stage").len().iter_rows())
+            t.add_row("rejected or cut", ", ".join(f"{n} {stage}" for stage, n in sorted(by.items())) +
+                      "  (mmkg sql \"SELECT * FROM rejected_files\")")  # fmt: skip
+    console.print(t)
+
+
+@index_app.command("build")
+def index_build(
+    corpus: CorpusOption = None,
+    data_root: DataRootOption = None,
+    partition: Annotated[
+        list[str] | None, typer.Option("--partition", "-p", help="Only these partitions (repeat the flag).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Build even when the index matches the corpus.")] = False,
+    cold: Annotated[bool, typer.Option("--cold", help="Clear the parse, vector and OCR caches first.")] = False,
+    processes: Processes = None,
+) -> None:
+    """Index every partition of the corpus through the Dagster jobs (in this process) and publish a version.
+
+    The runs land in the data root's Dagster instance, so `scripts/ui.sh` shows them afterwards.
+    """
+    corpus, data_root = _roots(corpus, data_root)
+    missing = sorted(set(partition or []) - {p.name for p in corpus.iterdir() if p.is_dir()})
+    if missing:
+        console.print(f"[red]error:[/] no partition folder {', '.join(missing)} under {corpus}")
+        raise typer.Exit(2)
+    console.print(f"Indexing [bold]{corpus}[/] into [bold]{data_root}[/]")
+    report = _build(corpus, data_root, partitions=partition or None, reuse=not (force or cold), cold=cold,
+                    processes=processes)  # fmt: skip
+    _build_summary(report, data_root)
+
+
+@index_app.command("update")
+def index_update(corpus: CorpusOption = None, data_root: DataRootOption = None, processes: Processes = None) -> None:
+    """Re-index only the partitions that changed (or are new, or whose last run failed), then publish."""
+    corpus, data_root = _roots(corpus, data_root)
+    report = _build(corpus, data_root, stale_only=True, processes=processes)
+    for key, why in report.stale.items():
+        console.print(f"  {key}: {why}")
+    _build_summary(report, data_root)
+
+
+@index_app.command("status")
+def index_status(corpus: CorpusOption = None, data_root: DataRootOption = None,
+                 as_json: Annotated[bool, typer.Option("--json")] = False) -> None:  # fmt: skip
+    """Each partition's fingerprint and whether it is indexed, changed or new; the published version."""
+    corpus, data_root = _roots(corpus, data_root)
+    try:
+        from pipelines.status import index_status as status_of
+    except ImportError as exc:
+        console.print(f"[red]error:[/] index status reads the Dagster instance; the project's pipelines are "
+                      f"missing ({exc})")  # fmt: skip
+        raise typer.Exit(2) from exc
+    status = status_of(corpus, data_root)
+    if as_json:
+        print(json.dumps(status, indent=2, default=str))
+        return
+    t = Table(title=f"{corpus} -> {data_root}")
+    for col in ("partition", "fingerprint", "state", "last ingest", "in the index"):
+        t.add_column(col)
+    colour = {"indexed": "green", "changed": "yellow", "never indexed": "yellow", "incomplete": "red",
+              "removed": "red"}  # fmt: skip
+    for row in status["partitions"]:
+        state = row["state"]
+        t.add_row(row["partition"], row["fingerprint"][:12], f"[{colour.get(state, 'white')}]{state}[/]",
+                  row["last_ingest"] or "", "yes" if row["published"] else "no")  # fmt: skip
+    console.print(t)
+    pub = status["published"]
+    console.print(f"published: {pub['version']} at {pub['created_at']}" if pub else "published: nothing yet")
+    console.print(status["advice"])
+
+
 # -- mmkg sql, mmkg graph export -----------------------------------------------------------------------
 
 graph_app = typer.Typer(help="Export the published graph.", no_args_is_help=True)
@@ -437,9 +640,7 @@ app.add_typer(graph_app, name="graph")
 @app.command()
 def sql(
     statement: Annotated[str, typer.Argument(help="A DuckDB SQL statement over the data root's tables.")],
-    data_root: Annotated[
-        Path | None, typer.Option("--data-root", help="Data root (default: $MMKG_DATA_ROOT, else .mmkg).")
-    ] = None,
+    data_root: Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Rows as JSON lines.")] = False,
     max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="Rows shown in the table view.")] = 50,
 ) -> None:
@@ -453,7 +654,7 @@ def sql(
 
     from mmkg.tables import connect
 
-    root = data_root or get_settings().data_root
+    root = data_root or _settings().data_root
     try:
         rel = connect(root).sql(statement)
     except (FileNotFoundError, duckdb.Error) as exc:
@@ -519,7 +720,6 @@ EvalIndex = Annotated[
 ]
 Limit = Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")]
 Depth = Annotated[int, typer.Option("--depth", help="Chunks retrieved per query before mapping to units.")]
-Processes = Annotated[int | None, typer.Option("--processes", help="spaCy worker processes for the build.")]
 Reuse = Annotated[
     bool,
     typer.Option(

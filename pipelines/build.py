@@ -14,6 +14,7 @@ times are what a fresh machine pays rather than what an edit costs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -28,8 +29,10 @@ from mmkg.atomic import write_bytes
 from mmkg.eval.memory import PeakMemory
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
+from pipelines.progress import LOGGER_KEY, Listener, listening
 
 STATE = "build_state.json"
+INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # the shipped instance config: pool limit, no telemetry
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -51,6 +54,8 @@ class BuildReport:
     pages: int = 0  # PDF pages, plus one per non-PDF document
     chunks: int = 0
     reused: bool = False  # nothing was built: the published index matches the corpus
+    skipped: list[str] = field(default_factory=list)  # stale_only: partitions already up to date
+    stale: dict[str, str] = field(default_factory=dict)  # stale_only: partition -> why it ran
     cold: bool = False  # the model caches were cleared first: stage times of a fresh build
 
     @property
@@ -68,6 +73,9 @@ class BuildReport:
 def dagster_instance(data_root: Path):
     """The data root's own persistent instance, ``<data_root>/dagster_home`` (what scripts/ui.sh opens for .mmkg).
 
+    A home without a ``dagster.yaml`` (or with an empty one) gets the shipped ``pipelines/dagster.yaml``:
+    at most one step at a time in the ``gpu`` pool, no telemetry.
+
     One instance per data root: the global assets read every dynamic partition the instance knows,
     so two corpora must never share one.
     """
@@ -76,7 +84,9 @@ def dagster_instance(data_root: Path):
 
     home = (data_root / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()  # an empty file: default local storage, no startup notice
+    config = home / "dagster.yaml"
+    if not config.exists() or not config.stat().st_size:  # a user's own config is never replaced
+        write_bytes(config, INSTANCE_CONFIG.read_bytes())
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
 
 
@@ -118,14 +128,25 @@ def build_index(
     reuse: bool = True,
     on_progress: Callable[[str, float], None] | None = None,
     cold: bool = False,
+    stale_only: bool = False,
+    on_start: Callable[[str, int, int], None] | None = None,
+    on_event: Listener | None = None,
 ) -> BuildReport:
     """Index ``partitions`` (default: every corpus folder) and publish; skipped when ``reuse`` and unchanged.
 
     ``cold`` clears the parse, vector and OCR caches first (a benchmark of the full cost); otherwise
     unchanged chunks, texts and images are taken from them.
 
-    ``processes`` sets the spaCy parser workers (default: MMKG_SPACY_PROCESSES). ``on_progress`` is
-    called with (partition or ``publish_index``, seconds) after each run.
+    ``stale_only`` (``mmkg index update``) runs only the partitions whose folder changed since their
+    last ingest, that were never indexed, or whose last run did not finish (the corpus sensor's rule,
+    read from the data root's Dagster instance, so runs from the UI count too), then publishes when
+    the index is behind. ``report.skipped`` lists the partitions left as they were.
+
+    ``processes`` sets the spaCy parser workers (default: MMKG_SPACY_PROCESSES). ``on_start`` is
+    called with the partition (or ``publish_index``) a run starts, its position and the number of
+    runs (partitions and the publish), ``on_progress`` with the partition and its
+    seconds when it ends, and ``on_event`` with every step start, step end and asset log line
+    (``pipelines.progress``).
     """
     from dagster import DagsterEventType
 
@@ -139,7 +160,7 @@ def build_index(
     digest = {key: partition_fingerprint(corpus_root / key) for key in keys}  # what the corpus sensor compares
     state_path = data_root / STATE
     published = _published(data_root)
-    if reuse and published and state_path.exists():
+    if reuse and not stale_only and published and state_path.exists():
         state = json.loads(state_path.read_text(encoding="utf-8"))
         version, parts = published
         if state.get("partitions") == digest and state.get("index_version") == version and parts == set(keys):
@@ -159,28 +180,56 @@ def build_index(
     spacy = {"n_process": processes} if processes else {}
     resources = default_resources(corpus_root, data_root, **spacy)
     report = BuildReport(str(corpus_root), str(data_root), "", cold=cold)
+    run_keys = keys
+    if stale_only:
+        from pipelines.sensors import publish_check, stale_partitions
+
+        stale = stale_partitions(instance, digest)
+        run_keys = [k for k in keys if k in stale]
+        report.skipped = [k for k in keys if k not in stale]
+        report.stale = stale
+        registered = sorted(instance.get_dynamic_partitions("corpus"))
+        if not run_keys and not publish_check(instance, registered, data_root / "index").needed and published:
+            report.index_version, report.reused = published[0], True
+            report.documents, report.pages, report.chunks = _counts(data_root, keys)
+            return report
+    run_config: dict = {"loggers": {**QUIET["loggers"], LOGGER_KEY: {}}} if on_event else QUIET
 
     def record(result, what: str) -> None:
         if not result.success:
-            raise RuntimeError(f"{what} failed; see the run in the Dagster UI or the log above")
+            failures = [
+                f"step {ev.step_key}: {ev.event_specific_data.error.message.strip().splitlines()[-1]}"
+                for ev in result.all_events
+                if ev.event_type == DagsterEventType.STEP_FAILURE and ev.event_specific_data.error
+            ]
+            raise RuntimeError(
+                f"{what} failed ({'; '.join(failures) or 'see the log above'}); run {result.run_id} holds the "
+                f"whole log: `scripts/ui.sh` (DAGSTER_HOME={data_root / 'dagster_home'}) shows it"
+            )
         for ev in result.all_events:
             if ev.event_type == DagsterEventType.STEP_SUCCESS:
                 secs = ev.event_specific_data.duration_ms / 1000
                 report.steps[ev.step_key] = report.steps.get(ev.step_key, 0.0) + secs
 
     t_all = time.perf_counter()
-    with PeakMemory() as mem:
+    with PeakMemory() as mem, listening(on_event) if on_event else contextlib.nullcontext():
         job = defs.resolve_job_def("index_partition")
-        for key in keys:
+        for i, key in enumerate(run_keys):
+            if on_start:
+                on_start(key, i, len(run_keys) + 1)
             t0 = time.perf_counter()
-            result = job.execute_in_process(partition_key=key, instance=instance, resources=resources, run_config=QUIET)
+            result = job.execute_in_process(
+                partition_key=key, instance=instance, resources=resources, run_config=run_config, raise_on_error=False
+            )
             record(result, f"partition {key}")
             report.partitions[key] = time.perf_counter() - t0
             if on_progress:
                 on_progress(key, report.partitions[key])
+        if on_start:
+            on_start("publish_index", len(run_keys), len(run_keys) + 1)
         t0 = time.perf_counter()
         result = defs.resolve_job_def("publish_index").execute_in_process(
-            instance=instance, resources=resources, run_config=QUIET
+            instance=instance, resources=resources, run_config=run_config, raise_on_error=False
         )
         record(result, "publishing the index")
         report.publish_s = time.perf_counter() - t0

@@ -1,0 +1,100 @@
+"""A project from the command line, as a new user runs it: init, build, an edit, status, update, query, sql, export.
+
+Every command is the installed ``mmkg`` executable in a subprocess, run from the project folder with no
+flags, so the data-root rule (flag, then MMKG_DATA_ROOT, then ./mmkg.toml, then ./.mmkg) is what finds
+the corpus and the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+MMKG = str(Path(sys.executable).parent / "mmkg")
+
+
+def run(cwd: Path, *args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MMKG_")}
+    proc = subprocess.run([MMKG, *args], cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+    if check:
+        assert proc.returncode == 0, f"mmkg {' '.join(args)}: {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("proj") / "kb"
+    out = run(folder.parent, "init", "kb")
+    assert "mmkg index build" in out.stdout
+    return folder
+
+
+def test_init_writes_a_project_and_refuses_to_overwrite_it(project: Path):
+    config = (project / "mmkg.toml").read_text(encoding="utf-8")
+    assert 'corpus_root = "corpus"' in config and 'data_root = ".mmkg"' in config
+    assert "# max_sentence_chars = 5000" in config  # every other setting: commented, with its default
+    assert (project / "corpus" / "space").is_dir() and ".mmkg/" in (project / ".gitignore").read_text()
+    again = run(project.parent, "init", "kb", check=False)
+    assert again.returncode == 2 and "already an mmkg project" in again.stdout
+
+
+def test_build_edit_status_update_query_sql_export(project: Path):
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert [r["state"] for r in status["partitions"]] == ["never indexed"]
+    assert not (project / ".mmkg").exists()  # reading the status creates nothing
+
+    build = run(project, "index", "build")
+    assert "partition space" in build.stdout and "published" in build.stdout
+    assert (project / ".mmkg" / "index" / "CURRENT").exists()  # ./.mmkg of the project, from mmkg.toml
+    instance_config = (project / ".mmkg" / "dagster_home" / "dagster.yaml").read_text(encoding="utf-8")
+    assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time
+    assert "up to date" in run(project, "index", "build").stdout  # nothing changed: nothing rebuilt
+
+    # a new partition and an edit to the old one: status names both, update runs exactly those
+    (project / "corpus" / "notes").mkdir()
+    (project / "corpus" / "notes" / "bridge.md").write_text(
+        "# Tower Bridge\n\nTower Bridge crosses the River Thames in London. It opened in 1894.\n", encoding="utf-8"
+    )
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "never indexed", "space": "indexed"}
+    hubble = project / "corpus" / "space" / "hubble_space_telescope.md"
+    hubble.write_text(hubble.read_text(encoding="utf-8") + "\n\nThe telescope was named after Edwin Hubble.\n")
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "never indexed", "space": "changed"}
+    assert "mmkg index update" in status["advice"]
+
+    update = run(project, "index", "update")
+    assert "notes: never indexed" in update.stdout and "space: changed" in update.stdout
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["state"] for r in status["partitions"]} == {"indexed"}
+    assert all(r["published"] for r in status["partitions"])
+    assert "up to date" in run(project, "index", "update").stdout
+
+    query = json.loads(run(project, "query", "Which river does Tower Bridge cross?", "--k", "3", "--json").stdout)
+    assert "Thames" in query["chunks"][0]["text"]
+    rows = run(project, "sql", "SELECT partition, count(*) AS n FROM documents GROUP BY 1 ORDER BY 1", "--json")
+    assert [json.loads(line)["partition"] for line in rows.stdout.splitlines()] == ["notes", "space"]
+    run(project, "graph", "export", "--format", "json", "--out", "graph.json")
+    graph = json.loads((project / "graph.json").read_text(encoding="utf-8"))
+    assert any("Tower Bridge" in str(n) for n in graph["nodes"])
+
+    # the data-root rule: MMKG_DATA_ROOT beats mmkg.toml, --data-root beats both
+    other = project / "elsewhere"
+    info = run(project, "index", "info", "--json", env={"MMKG_DATA_ROOT": str(other)}, check=False)
+    assert info.returncode == 2 and str(other) in info.stdout
+    info = run(project, "index", "info", "--json", "--index", str(project / ".mmkg" / "index"),
+               env={"MMKG_DATA_ROOT": str(other)})  # fmt: skip
+    assert json.loads(info.stdout)["partitions"] == ["notes", "space"]
+
+
+def test_a_bad_config_file_is_named(tmp_path: Path):
+    (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
+    out = run(tmp_path, "index", "status", check=False)
+    assert out.returncode == 2 and "corpus_rot" in out.stdout and "corpus_root" in out.stdout
