@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
-from dagster import MetadataValue
+from dagster import MetadataValue, TableColumn, TableSchema
 
 
 def _cell(value: object, width: int) -> str:
@@ -31,9 +31,24 @@ def counts(df: pl.DataFrame, column: str, n: int = 10) -> MetadataValue:
     return preview(top.rename({"len": "rows"}), n=n)
 
 
+def column_schema(df: pl.DataFrame) -> TableSchema:
+    """The table's columns and Polars dtypes, for the asset page's Columns tab."""
+    return TableSchema(columns=[TableColumn(name, str(dtype)) for name, dtype in df.schema.items()])
+
+
 def table_metadata(df: pl.DataFrame, columns: list[str] | None = None, seconds: float | None = None) -> dict:
-    """Row count, preview and (when timed) seconds: what every table asset reports."""
-    meta: dict = {"row_count": MetadataValue.int(df.height), "preview": preview(df, columns)}
+    """Row count, column schema, preview and (when timed) seconds: what every table asset reports.
+
+    ``dagster/row_count`` and ``dagster/column_schema`` are Dagster's standard keys: the UI plots the
+    row count over materializations and lists the columns with their types. ``row_count`` stays for
+    readers of older runs' metadata.
+    """
+    meta: dict = {
+        "dagster/row_count": MetadataValue.int(df.height),
+        "dagster/column_schema": MetadataValue.table_schema(column_schema(df)),
+        "row_count": MetadataValue.int(df.height),
+        "preview": preview(df, columns),
+    }
     if seconds is not None:
         meta["seconds"] = MetadataValue.float(round(seconds, 3))
     return meta

@@ -3,7 +3,8 @@
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
-from assets._metadata import OWNERS
+from assets._metadata import OWNERS, column_schema
+from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.embedding import VectorCache, embed_all
 from mmkg.index.units import VECTOR_ASSET
@@ -14,8 +15,10 @@ OUTS = VECTOR_ASSET  # granularity -> vector asset: what the publish reads back 
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         name: AssetOut(
+            is_required=False,
             description=f"ℓ2-normalized embeddings of the partition's {gran} (id, partition, doc_id, vector); "
             "published into LanceDB by retrieval_index.",
             io_manager_key="parquet_io",
@@ -41,6 +44,7 @@ OUTS = VECTOR_ASSET  # granularity -> vector asset: what the publish reads back 
     group_name="embeddings",
     pool="gpu",
 )
+@subsettable
 def embed(
     context: AssetExecutionContext,
     encoder: EncoderResource,
@@ -76,6 +80,8 @@ def embed(
             e.frame,
             output_name=name,
             metadata={
+                "dagster/row_count": e.frame.height,
+                "dagster/column_schema": MetadataValue.table_schema(column_schema(e.frame)),
                 "row_count": e.frame.height,
                 "encoder": enc.info.id(),
                 "dimension": enc.info.dim,

@@ -6,13 +6,16 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
 from assets._metadata import OWNERS, table_metadata
+from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.nodes import incidence_matrices, multimodal_nodes
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "multimodal_nodes": AssetOut(
+            is_required=False,
             description="Entity nodes of the partition (relational canonical entities); multimodal when grounded "
             "objects exist, with sentence/object/image counts and the backends that grounded them.",
             io_manager_key="parquet_io",
@@ -20,6 +23,7 @@ from mmkg.nodes import incidence_matrices, multimodal_nodes
             kinds={"polars", "parquet"},
         ),
         "incidence_matrices": AssetOut(
+            is_required=False,
             description="M_SMI (sentences x nodes) and M_OMI (objects x nodes) as pickle-free npz with their "
             "row and column id lists.",
             io_manager_key="incidence_io",
@@ -31,6 +35,7 @@ from mmkg.nodes import incidence_matrices, multimodal_nodes
     partitions_def=corpus_partitions,
     group_name="graph",
 )
+@subsettable
 def build_nodes(
     context: AssetExecutionContext,
     entities: pl.DataFrame,

@@ -3,6 +3,7 @@
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from assets._metadata import OWNERS, counts, table_metadata
+from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.ingest import ingest_partition
 from resources import CorpusResource, StorageResource
@@ -18,8 +19,10 @@ def _media_table(media: list[dict]) -> str:
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "documents": AssetOut(
+            is_required=False,
             description="One row per source document (Markdown, text, JSON record, PDF, standalone image) "
             "with its full text and page boundaries.",
             io_manager_key="parquet_io",
@@ -27,12 +30,14 @@ def _media_table(media: list[dict]) -> str:
             kinds={"python", "parquet"},
         ),
         "images": AssetOut(
+            is_required=False,
             description="Every decoded image occurrence; bytes stored once under their content hash.",
             io_manager_key="parquet_io",
             owners=OWNERS,
             kinds={"python", "parquet"},
         ),
         "rejected_files": AssetOut(
+            is_required=False,
             description="Files, records and images that could not be read, with the reason.",
             io_manager_key="parquet_io",
             owners=OWNERS,
@@ -42,6 +47,7 @@ def _media_table(media: list[dict]) -> str:
     partitions_def=corpus_partitions,
     group_name="ingest",
 )
+@subsettable
 def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: StorageResource):
     """Read one corpus partition folder; bad files become rows of ``rejected_files``, never failures."""
     partition = context.partition_key

@@ -7,6 +7,7 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, Config, MetadataVa
 from pydantic import Field
 
 from assets._metadata import OWNERS, bar_plot, counts, table_metadata
+from assets._subset import subsettable
 from assets.page_text import read_page_text
 from assets.partitions import corpus_partitions
 from mmkg import schemas
@@ -22,8 +23,10 @@ class ChunkConfig(Config):
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "page_text": AssetOut(
+            is_required=False,
             description="OCR text of image-only PDF pages (their page renders) in reading order; "
             "OCR runs once per image content (shared cache with image_text).",
             io_manager_key="parquet_io",
@@ -31,6 +34,7 @@ class ChunkConfig(Config):
             kinds={"rapidocr", "parquet"},
         ),
         "chunks": AssetOut(
+            is_required=False,
             description="Sentence-aligned, token-bounded chunks with page, document offsets and attached image ids; "
             "image-only PDF pages are chunked from their OCR page text (text_source = ocr).",
             io_manager_key="parquet_io",
@@ -42,6 +46,7 @@ class ChunkConfig(Config):
     partitions_def=corpus_partitions,
     group_name="text",
 )
+@subsettable
 def chunks(
     context: AssetExecutionContext,
     config: ChunkConfig,
@@ -80,20 +85,24 @@ def chunks(
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "sentences": AssetOut(
+            is_required=False,
             description="Sentences from the spaCy dependency parse of each chunk.",
             io_manager_key="parquet_io",
             owners=OWNERS,
             kinds={"spacy", "parquet"},
         ),
         "entity_mentions": AssetOut(
+            is_required=False,
             description="Named-entity mentions (spaCy NER) plus each chunk's document title, with canonical keys.",
             io_manager_key="parquet_io",
             owners=OWNERS,
             kinds={"spacy", "parquet"},
         ),
         "relations": AssetOut(
+            is_required=False,
             description="Rule-based relation triples (MG2-RAG appendix A.1) between entities of a sentence.",
             io_manager_key="parquet_io",
             owners=OWNERS,
@@ -104,6 +113,7 @@ def chunks(
     partitions_def=corpus_partitions,
     group_name="text",
 )
+@subsettable
 def parse(
     context: AssetExecutionContext,
     spacy: SpacyResource,
@@ -162,8 +172,10 @@ def parse(
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "entities": AssetOut(
+            is_required=False,
             description="Entities of one partition, merged by canonical key: name, label, mention/chunk/document "
             "counts.",
             io_manager_key="parquet_io",
@@ -171,6 +183,7 @@ def parse(
             kinds={"polars", "parquet"},
         ),
         "document_entities": AssetOut(
+            is_required=False,
             description="Each relational entity as one document speaks of it (mKG-RAG's per-document graphs): name, "
             "label, the chunks and sentences that mention it and a short context; embedded by embed.",
             io_manager_key="parquet_io",
@@ -182,6 +195,7 @@ def parse(
     partitions_def=corpus_partitions,
     group_name="text",
 )
+@subsettable
 def entities(
     context: AssetExecutionContext, entity_mentions: pl.DataFrame, sentences: pl.DataFrame, chunks: pl.DataFrame
 ):

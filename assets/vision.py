@@ -7,6 +7,7 @@ import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, asset, multi_asset
 
 from assets._metadata import OWNERS, counts, table_metadata
+from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg import schemas
 from mmkg.ingest import ImageStore
@@ -23,8 +24,10 @@ OVERLAYS_PER_PARTITION = 4
 
 
 @multi_asset(
+    can_subset=True,  # any output can be materialized alone (assets/_subset.py)
     outs={
         "image_text": AssetOut(
+            is_required=False,
             description="OCR lines of every image (rapidocr), run once per image content and cached: "
             "reused by grounding, the offline image encoder and image-only PDF pages.",
             io_manager_key="parquet_io",
@@ -32,6 +35,7 @@ OVERLAYS_PER_PARTITION = 4
             kinds={"rapidocr", "parquet"},
         ),
         "objects": AssetOut(
+            is_required=False,
             description="Grounded objects: image regions that show or name an entity of the surrounding text "
             "(box, mask polygons, σ, crop), one row per (image, entity, region, backend).",
             io_manager_key="parquet_io",
@@ -39,6 +43,7 @@ OVERLAYS_PER_PARTITION = 4
             kinds={"ultralytics", "rapidocr", "parquet"},
         ),
         "grounding_failures": AssetOut(
+            is_required=False,
             description="Images a backend could not process (corrupt, unsupported, too large), with the reason.",
             io_manager_key="parquet_io",
             owners=OWNERS,
@@ -50,6 +55,7 @@ OVERLAYS_PER_PARTITION = 4
     group_name="vision",
     pool="gpu",  # at most the pool's limit of grounding steps share the accelerator
 )
+@subsettable
 def ground_images(
     context: AssetExecutionContext,
     grounding: GroundingResource,

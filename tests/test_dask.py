@@ -117,7 +117,7 @@ def test_executor_names_are_checked(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv(executors.ENV_VAR, "dask")
     assert executors.executor_from_env().name == "dask"
     monkeypatch.setenv(executors.ENV_VAR, "")
-    assert executors.executor_from_env() is None
+    assert executors.executor_from_env().name == "in_process"  # all of a run's steps in its one process
     with pytest.raises(ValueError, match=r"unknown executor 'spark'.*multiprocess, in_process, dask"):
         executors.load_executor("spark")
 
