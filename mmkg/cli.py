@@ -365,7 +365,13 @@ def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JS
 @index_app.command("info")
 def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Version, counts, encoder and size on disk of the current index."""
-    info = _open(index, None, encoder=False).info()  # metadata only: no model to load
+    from mmkg.index.manifest import describe
+
+    try:
+        info = describe(_root(index))  # the manifest only: no vectors, graph or model
+    except (FileNotFoundError, ValueError) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
     if as_json:
         print(json.dumps(info, indent=2))
         return

@@ -95,3 +95,32 @@ def current_version(root: Path) -> str:
 def list_versions(root: Path) -> list[str]:
     folder = root / "versions"
     return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).exists()) if folder.exists() else []
+
+
+def describe(root: Path, version: str | None = None) -> dict:
+    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
+
+    What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
+    second however large the index. The files the manifest lists get the same cheap size check as
+    ``Index.open`` (a missing or truncated file is a ``ValueError`` with the way out).
+    """
+    from mmkg.index.integrity import check_sizes, damaged_message
+
+    root = Path(root)
+    name = check_version_name(version, "the version asked for") if version else current_version(root)
+    folder = root / "versions" / name
+    if not folder.exists():
+        raise FileNotFoundError(f"index version {name} not found under {root}; versions: {list_versions(root)}")
+    manifest = Manifest.read(folder)
+    if problems := check_sizes(root, manifest):
+        raise ValueError(damaged_message(root, name, problems))
+    return {
+        "root": str(root),
+        "version": name,
+        "created_at": manifest.created_at,
+        "versions": list_versions(root),
+        "encoder": manifest.encoder.id,
+        "partitions": sorted(manifest.partitions),
+        "counts": manifest.counts,
+        "size_bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
+    }

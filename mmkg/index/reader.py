@@ -269,17 +269,9 @@ class Index:
         return self.encoder
 
     def info(self) -> dict[str, Any]:
-        size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        return {
-            "root": str(self.root),
-            "version": self.version,
-            "created_at": self.manifest.created_at,
-            "versions": list_versions(self.root),
-            "encoder": self.manifest.encoder.id,
-            "partitions": sorted(self.manifest.partitions),
-            "counts": self.manifest.counts,
-            "size_bytes": size,
-        }
+        from mmkg.index.manifest import describe
+
+        return describe(self.root, self.version)
 
     # -- data access: filters, vectors, queries ------------------------------------------------
 
