@@ -11,6 +11,7 @@ from assets.checks import failed_blocking_checks
 from assets.partitions import corpus_partitions
 from mmkg import validation
 from mmkg.graph import Graph, build_graph
+from mmkg.index.gc import collect
 from mmkg.index.manifest import EncoderSpec
 from mmkg.index.publish import payload_tables, publish_index
 from resources import StorageResource
@@ -126,6 +127,12 @@ def retrieval_index(
         context.log.info(f"nothing changed since {result.version}: kept it")
     else:
         context.log.info(f"published {result.version} (changed: {result.changed}, removed: {result.removed})")
+    retention: dict = {}
+    if storage.keep_versions and not result.reused:
+        gc = collect(storage.path / "index", keep=storage.keep_versions, wait=True)
+        if gc.removed:
+            context.log.info(f"retention (keep {storage.keep_versions}): removed {', '.join(gc.removed)}")
+        retention = {"versions_removed": len(gc.removed), "bytes_freed": gc.bytes_freed}
     return MaterializeResult(
         metadata={
             "version": result.version,
@@ -135,6 +142,7 @@ def retrieval_index(
             "encoder": spec.id,
             **{k: int(v) for k, v in result.manifest.counts.items()},
             "path": MetadataValue.path(str(storage.path / "index")),
+            **retention,
         }
     )
 

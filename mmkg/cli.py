@@ -455,6 +455,52 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
     console.print(f"CURRENT -> {version}")
 
 
+def _duration(text: str | None, what: str):
+    """``90s``, ``30m``, ``12h``, ``7d`` as a timedelta (None passes through)."""
+    import re
+    from datetime import timedelta
+
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", text)
+    if not m:
+        raise typer.BadParameter(f"{text!r}: write a number and a unit, e.g. 90s, 30m, 12h or 7d", param_hint=what)
+    unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
+    return timedelta(**{unit: float(m.group(1))})
+
+
+@index_app.command("gc")
+def index_gc(
+    index: IndexPath = None,
+    keep: Annotated[
+        int | None,
+        typer.Option(help="Versions to keep, the current one included (default: keep_versions, MMKG_KEEP_VERSIONS)."),
+    ] = None,
+    older_than: Annotated[
+        str | None, typer.Option(help="Only remove versions older than this (90s, 30m, 12h, 7d).")
+    ] = None,
+    grace: Annotated[str, typer.Option(help="Keep a version a reader opened within this long.")] = "10m",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove nothing.")] = False,
+) -> None:
+    """Remove old published versions (never CURRENT, the newest --keep, or one opened within --grace)."""
+    from mmkg.index.gc import collect
+    from mmkg.index.lock import PublishLocked
+
+    keep = keep if keep is not None else (_settings().keep_versions or 10**9)
+    try:
+        report = collect(_root(index), keep=keep, older_than=_duration(older_than, "--older-than"),
+                         grace=_duration(grace, "--grace"), dry_run=dry_run)  # fmt: skip
+    except (FileNotFoundError, ValueError, PublishLocked) as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    verb = "would remove" if dry_run else "removed"
+    for v in report.removed:
+        console.print(f"{verb} {v}")
+    for v, why in report.kept.items():
+        console.print(f"[dim]kept {v}: {why}[/]")
+    console.print(f"{verb} {len(report.removed)} version(s), {report.bytes_freed / 2**20:.1f} MiB")
+
+
 # -- mmkg init, mmkg index build / update / status ------------------------------------------------------
 
 CORPUS_HELP = "Corpus root: one sub-folder per partition (default: $MMKG_CORPUS_ROOT, else corpus_root in ./mmkg.toml)."

@@ -83,6 +83,11 @@ class Settings(BaseSettings):
         ge=1,
         description="Documents past this many characters in a partition are rejected.",
     )
+    keep_versions: int = Field(
+        default=10,
+        ge=0,
+        description="Published index versions kept after each publish, the current one included (0: keep all).",
+    )
     asr_model: str = Field(
         default="", description="Local Whisper model (folder or cached id) for media without subtitles; empty: none."
     )

@@ -187,3 +187,73 @@ def test_failpoints_are_listed_and_a_misspelt_one_is_an_error(art: ArtCorpus, tm
                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert run.returncode != 0 and "MMKG_FAILPOINTS: 'publish.lockd=kill' is not <point>=kill" in run.stderr
     assert not (tmp_path / "index").exists() or not list((tmp_path / "index").glob("versions/*"))
+
+
+# -- retention: mmkg index gc ----------------------------------------------------------------------------------
+
+
+def test_gc_keeps_current_the_newest_and_the_recently_opened_and_what_they_read(art: ArtCorpus, tmp_path: Path):
+    from mmkg.index.integrity import verify
+    from mmkg.index.manifest import Manifest
+
+    root = _copy_index(art, tmp_path)
+    for parts in ("art", "other", "art,other", "art"):  # four more versions, each a different state
+        p = _publish(art.data, root, parts)
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    versions = list_versions(root)
+    assert len(versions) == 5
+    long_ago = time.time() - 3600  # every version was opened when published (its check) an hour "ago" ...
+    for v in versions:
+        if (marker := root / "versions" / v / ".opened").exists():
+            os.utime(marker, (long_ago, long_ago))
+    (root / "versions" / versions[1] / ".opened").touch()  # ... and a reader opened this one a moment ago
+
+    dry = _cli("index", "gc", "--keep", "2", "--index", str(root), "--dry-run")
+    assert dry.exit_code == 0 and f"would remove {versions[0]}" in dry.output and list_versions(root) == versions
+    res = _cli("index", "gc", "--keep", "2", "--index", str(root))
+    assert res.exit_code == 0, res.output
+    kept = list_versions(root)
+    assert kept == [versions[1], versions[3], versions[4]]  # opened within the grace period, and the newest two
+    assert not (root / "versions" / versions[0]).exists() and not (root / "versions" / versions[2]).exists()
+    assert current_version(root) == versions[4]
+    for v in kept:  # every kept version still opens and reads exactly what it pinned
+        assert verify(root, Manifest.read(root / "versions" / v)) == []
+        assert Index.open(root, version=v, encoder=False).self_check() == []
+
+    res = _cli("index", "gc", "--keep", "0", "--index", str(root))
+    assert res.exit_code == 2 and "--keep must be at least 1" in res.output
+    res = _cli("index", "gc", "--older-than", "soon", "--index", str(root))
+    assert res.exit_code == 2 and "write a number and a unit" in res.output
+    with publish_lock(root):
+        res = _cli("index", "gc", "--index", str(root))
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_each_publish_applies_the_retention_of_the_storage_resource(art: ArtCorpus, tmp_path: Path):
+    """The retrieval_index asset keeps `keep_versions` versions after publishing (MMKG_KEEP_VERSIONS)."""
+    from dagster import DagsterInstance
+    from indexing import publish
+
+    from pipelines.resources import default_resources
+    from resources import StorageResource
+
+    data = tmp_path / "data"
+    shutil.copytree(art.data / "tables", data / "tables")
+    shutil.copytree(art.data / "index", data / "index")
+    resources = default_resources(art.corpus, data)
+    resources["storage"] = StorageResource(data_root=str(data), keep_versions=1)
+    instance = DagsterInstance.ephemeral()
+    root = data / "index"
+
+    def age_markers() -> None:  # as if every version had last been opened an hour ago
+        for marker in root.glob("versions/*/.opened"):
+            os.utime(marker, (time.time() - 3600, time.time() - 3600))
+
+    for parts in (["art"], ["art", "other"]):  # two different states: two new versions
+        known = instance.get_dynamic_partitions("corpus")
+        instance.add_dynamic_partitions("corpus", [p for p in parts if p not in known])
+        age_markers()
+        publish(instance, resources)
+    assert list_versions(root) == [current_version(root)]  # the copied version and the first new one are gone
+    assert set(Index.open(root, encoder=False).manifest.partitions) == {"art", "other"}

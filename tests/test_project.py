@@ -54,7 +54,8 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     assert "partition space" in build.stdout and "published" in build.stdout
     assert (project / ".mmkg" / "index" / "CURRENT").exists()  # ./.mmkg of the project, from mmkg.toml
     instance_config = (project / ".mmkg" / "dagster_home" / "dagster.yaml").read_text(encoding="utf-8")
-    assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time
+    assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time ...
+    assert "run_monitoring:\n  enabled: true" in instance_config  # ... and dead runs marked failed
     assert "up to date" in run(project, "index", "build").stdout  # nothing changed: nothing rebuilt
 
     # a new partition and an edit to the old one: status names both, update runs exactly those

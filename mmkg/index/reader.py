@@ -241,6 +241,7 @@ class Index:
         graph, and ``self_check``; text and image queries then raise).
         """
         from mmkg.encoders import check_compatible, load_encoder
+        from mmkg.index.gc import mark_opened
         from mmkg.index.integrity import check_sizes, damaged_message
         from mmkg.index.manifest import check_version_name
 
@@ -253,6 +254,7 @@ class Index:
         problems = check_sizes(root, manifest)  # cheap: missing or truncated files (mmkg index verify reads them)
         if problems:
             raise ValueError(damaged_message(root, version, problems))
+        mark_opened(folder)  # retention keeps a version opened within its grace period (mmkg.index.gc)
         if encoder is False:
             return cls(root, manifest, None, ppr_engine)
         if encoder is None:
