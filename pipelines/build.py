@@ -32,7 +32,7 @@ from mmkg.ingest.fingerprint import partition_fingerprint
 from pipelines.progress import LOGGER_KEY, Listener, listening
 
 STATE = "build_state.json"
-INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # the shipped instance config: pool limit, no telemetry
+INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # shipped: gpu pool limit, run monitoring, no telemetry
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -74,7 +74,7 @@ def dagster_instance(data_root: Path):
     """The data root's own persistent instance, ``<data_root>/dagster_home`` (what scripts/ui.sh opens for .mmkg).
 
     A home without a ``dagster.yaml`` (or with an empty one) gets the shipped ``pipelines/dagster.yaml``:
-    at most one step at a time in the ``gpu`` pool, no telemetry.
+    at most one step at a time in the ``gpu`` pool, run monitoring on, no telemetry.
 
     One instance per data root: the global assets read every dynamic partition the instance knows,
     so two corpora must never share one.
