@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -103,6 +104,7 @@ def main(
     data: Annotated[Path | None, typer.Option(help="Data root (default: MMKG_DATA_ROOT or ./.mmkg).")] = None,
     question: Annotated[str, typer.Option(help="Sample query answered from the published index.")] = SAMPLE_QUERY,
 ) -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no per-tensor bars when the model loads
     s = get_settings()
     corpus_root, data_root = corpus or s.corpus_root, data or s.data_root
     console.print(f"Materializing [bold]{corpus_root}[/] into [bold]{data_root}[/]")
