@@ -8,6 +8,8 @@ import socket
 import string
 import subprocess
 import threading
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -139,6 +141,29 @@ def stop_process_group(proc: subprocess.Popen, timeout: float = 30) -> None:
         pass
 
 
+def wait_until_up(
+    proc: subprocess.Popen, ready: Callable[[], bool], what: str, log: Path, timeout: float, interval: float = 0.3
+) -> None:
+    """Poll ``ready`` (connection errors count as not yet) until it holds; if ``proc`` exits or ``timeout``
+    passes first, stop its process group and raise with the tail of its ``log``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if ready():
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            stop_process_group(proc)
+            raise RuntimeError(f"{what} did not start; log {log}:\n{log.read_text()[-3000:]}")
+        time.sleep(interval)
+
+
+def http_ok(url: str, timeout: float = 2) -> bool:
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return resp.status == 200
+
+
 # -- a small hand-written corpus, indexed once per session through the real Dagster assets ------------
 
 DOCS = {
@@ -208,8 +233,6 @@ def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
     """llama-cpp-python's server on a free localhost port, serving the tiny GGUF as model "tiny"."""
     import subprocess
     import sys
-    import time
-    import urllib.request
 
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "server.log"
@@ -221,17 +244,7 @@ def llama_server(tiny_gguf: Path, tmp_path_factory: pytest.TempPathFactory):
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"llama-cpp-python's server did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
+        wait_until_up(proc, lambda: http_ok(f"{url}/models"), "llama-cpp-python's server", log, timeout=90)
         yield url
     finally:
         proc.terminate()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_CORPUS, free_port, stop_process_group
+from conftest import SAMPLE_CORPUS, free_port, stop_process_group, wait_until_up
 
 PICTURE = SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg"
 
@@ -76,17 +76,8 @@ def start_server(index: Path, corpus: Path | None, log: Path, *extra: str) -> Se
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     server = Server(f"http://127.0.0.1:{port}", proc, log)
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if server.call("GET", "/health", timeout=2)[0] == 200:
-                return server
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_process_group(proc)
-            raise RuntimeError(f"mmkg serve did not start:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
+    wait_until_up(proc, lambda: server.call("GET", "/health", timeout=2)[0] == 200, "mmkg serve", log, timeout=120)
+    return server
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import stop_process_group
+from conftest import http_ok, stop_process_group, wait_until_up
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT / "sample_corpus"
@@ -57,18 +55,9 @@ def start_webserver(home: Path, data_root: Path, log: Path, timeout: float = 240
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_process_group(proc)
-            raise RuntimeError(f"dagster-webserver did not come up at {url}; log {log}:\n{log.read_text()[-3000:]}")
-        time.sleep(1)
+    wait_until_up(proc, lambda: http_ok(f"{url}/server_info", timeout=5), f"dagster-webserver at {url}", log,
+                  timeout=timeout, interval=1)  # fmt: skip
+    return proc, url
 
 
 def capture_asset_graph(

@@ -97,16 +97,15 @@ def list_versions(root: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).exists()) if folder.exists() else []
 
 
-def describe(root: Path, version: str | None = None) -> dict:
-    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
+def open_version(root: Path, version: str | None = None) -> tuple[str, Manifest]:
+    """The version's name (the current one by default) and manifest, after the cheap size check.
 
-    What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
-    second however large the index. The files the manifest lists get the same cheap size check as
-    ``Index.open`` (a missing or truncated file is a ``ValueError`` with the way out).
+    What every reader does first (``Index.open``, ``describe``): a bad name, a missing version or a
+    missing or truncated file is an error naming it, with the way out (``mmkg index verify`` reads
+    every byte).
     """
     from mmkg.index.integrity import check_sizes, damaged_message
 
-    root = Path(root)
     name = check_version_name(version, "the version asked for") if version else current_version(root)
     folder = root / "versions" / name
     if not folder.exists():
@@ -114,6 +113,18 @@ def describe(root: Path, version: str | None = None) -> dict:
     manifest = Manifest.read(folder)
     if problems := check_sizes(root, manifest):
         raise ValueError(damaged_message(root, name, problems))
+    return name, manifest
+
+
+def describe(root: Path, version: str | None = None) -> dict:
+    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
+
+    What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
+    second however large the index. The files the manifest lists get the same cheap size check as
+    ``Index.open`` (a missing or truncated file is a ``ValueError`` with the way out).
+    """
+    root = Path(root)
+    name, manifest = open_version(root, version)
     return {
         "root": str(root),
         "version": name,

@@ -24,7 +24,7 @@ from threadpoolctl import ThreadpoolController
 
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
-from mmkg.index.manifest import Manifest, current_version, list_versions
+from mmkg.index.manifest import Manifest
 from mmkg.index.publish import LEXICAL_DIR
 from mmkg.index.units import GRANULARITIES, SHARED
 from mmkg.lexical import LexicalIndex
@@ -242,19 +242,11 @@ class Index:
         """
         from mmkg.encoders import check_compatible, load_encoder
         from mmkg.index.gc import mark_opened
-        from mmkg.index.integrity import check_sizes, damaged_message
-        from mmkg.index.manifest import check_version_name
+        from mmkg.index.manifest import open_version
 
         root = Path(path)
-        version = check_version_name(version, "the version asked for") if version else current_version(root)
-        folder = root / "versions" / version
-        if not folder.exists():
-            raise FileNotFoundError(f"index version {version} not found under {root}; versions: {list_versions(root)}")
-        manifest = Manifest.read(folder)
-        problems = check_sizes(root, manifest)  # cheap: missing or truncated files (mmkg index verify reads them)
-        if problems:
-            raise ValueError(damaged_message(root, version, problems))
-        mark_opened(folder)  # retention keeps a version opened within its grace period (mmkg.index.gc)
+        version, manifest = open_version(root, version)
+        mark_opened(root / "versions" / version)  # retention keeps what a reader opened lately (mmkg.index.gc)
         if encoder is False:
             return cls(root, manifest, None, ppr_engine)
         if encoder is None:
