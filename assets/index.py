@@ -132,7 +132,8 @@ def retrieval_index(
         gc = collect(storage.path / "index", keep=storage.keep_versions, wait=True)
         if gc.removed:
             context.log.info(f"retention (keep {storage.keep_versions}): removed {', '.join(gc.removed)}")
-        retention = {"versions_removed": len(gc.removed), "bytes_freed": gc.bytes_freed}
+        retention = {"versions_removed": len(gc.removed), "lance_files_pruned": gc.lance_files_removed,
+                     "bytes_freed": gc.bytes_freed}  # fmt: skip
     return MaterializeResult(
         metadata={
             "version": result.version,

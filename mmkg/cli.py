@@ -409,15 +409,11 @@ def index_verify(
 ) -> None:
     """Read every file of a version and compare it with the checksums its manifest recorded; exit 2 on damage."""
     from mmkg.index.integrity import verify
-    from mmkg.index.manifest import Manifest, check_version_name, current_version
+    from mmkg.index.manifest import open_version
 
     root = _root(index)
     try:
-        name = check_version_name(version, "--version") if version else current_version(root)
-        folder = root / "versions" / name
-        if not folder.exists():
-            raise FileNotFoundError(f"index version {name} not found under {root}")
-        manifest = Manifest.read(folder)
+        name, manifest = open_version(root, version, check_sizes=False)  # verify reports sizes with the digests
     except (FileNotFoundError, ValueError) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -481,6 +477,9 @@ def index_gc(
     ] = None,
     grace: Annotated[str, typer.Option(help="Keep a version a reader opened within this long.")] = "10m",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove nothing.")] = False,
+    compact: Annotated[
+        bool, typer.Option("--compact", help="Compact every LanceDB table first, so all of them are pruned now.")
+    ] = False,
 ) -> None:
     """Remove old published versions (never CURRENT, the newest --keep, or one opened within --grace)."""
     from mmkg.index.gc import collect
@@ -489,7 +488,7 @@ def index_gc(
     keep = keep if keep is not None else (_settings().keep_versions or 10**9)
     try:
         report = collect(_root(index), keep=keep, older_than=_duration(older_than, "--older-than"),
-                         grace=_duration(grace, "--grace"), dry_run=dry_run)  # fmt: skip
+                         grace=_duration(grace, "--grace"), dry_run=dry_run, compact=compact)  # fmt: skip
     except (FileNotFoundError, ValueError, PublishLocked) as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -498,7 +497,9 @@ def index_gc(
         console.print(f"{verb} {v}")
     for v, why in report.kept.items():
         console.print(f"[dim]kept {v}: {why}[/]")
-    console.print(f"{verb} {len(report.removed)} version(s), {report.bytes_freed / 2**20:.1f} MiB")
+    n_pruned = report.lance_files_removed
+    pruned = f" and {n_pruned} LanceDB file(s) no kept version reads" if n_pruned else ""
+    console.print(f"{verb} {len(report.removed)} version(s){pruned}, {report.bytes_freed / 2**20:.1f} MiB")
 
 
 # -- mmkg init, mmkg index build / update / status ------------------------------------------------------

@@ -19,6 +19,7 @@ _LANCE: dict[str, str] = {}
 for _t in TABLES:
     _LANCE[f"publish.lance.{_t}.restored"] = f"LanceDB table {_t} restored to the pinned version, not yet changed"
     _LANCE[f"publish.lance.{_t}.changed"] = f"LanceDB table {_t} changed (rows deleted and added), not yet indexed"
+    _LANCE[f"publish.lance.{_t}.compacted"] = f"LanceDB table {_t} compacted (when due), not yet pinned"
 POINTS: dict[str, str] = {
     "publish.locked": "the lock is held and leftovers removed; nothing written yet",
     **_LANCE,
@@ -28,6 +29,9 @@ POINTS: dict[str, str] = {
     "publish.manifest.written": "the manifest written; the version not yet checked, CURRENT not moved",
     "publish.verified": "the new version opened and queried; CURRENT not yet moved",
     "publish.current.moved": "CURRENT moved to the new version; the lock not yet released",
+    "lance.optimize.listed": "a table's files listed before LanceDB compacts or prunes it; LanceDB not yet run",
+    "lance.optimize.done": "LanceDB compacted or pruned a table; the files it removed not yet logged",
+    "gc.folders.removed": "retention removed version folders; LanceDB history not yet pruned",
 }
 
 

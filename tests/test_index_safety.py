@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from mmkg.cli import app
 from mmkg.index import Index
+from mmkg.index.integrity import IndexDamaged
 from mmkg.index.lock import PublishLocked, publish_lock
 from mmkg.index.manifest import CURRENT, current_version, list_versions
 
@@ -115,7 +116,9 @@ def test_damage_is_reported_with_the_file_and_the_way_out(art: ArtCorpus, tmp_pa
     raw = bytearray(data_file.read_bytes())
     raw[len(raw) // 2 : len(raw) // 2 + 64] = bytes(b ^ 0xFF for b in raw[len(raw) // 2 : len(raw) // 2 + 64])
     data_file.write_bytes(bytes(raw))  # same size: only the checksum can tell
-    Index.open(root, encoder=False)  # the cheap size check passes
+    Index.open(root, encoder=False)  # the cheap size check passes ...
+    with pytest.raises(IndexDamaged, match=f"{data_file.name} is damaged"):  # ... and the full check (serve's) fails
+        Index.open(root, encoder=False, verify=True)
     out = _cli("index", "verify", "--index", str(root))
     assert out.exit_code == 2 and f"{data_file.name} is damaged" in out.output.replace("\n", "")
     graph = root / "versions" / version / "graph.npz"
@@ -203,7 +206,8 @@ def test_gc_keeps_current_the_newest_and_the_recently_opened_and_what_they_read(
         assert p.returncode == 0, err
     versions = list_versions(root)
     assert len(versions) == 5
-    long_ago = time.time() - 3600  # every version was opened when published (its check) an hour "ago" ...
+    assert not (root / "versions" / versions[-1] / ".opened").exists()  # the publish's own check is not a reader
+    long_ago = time.time() - 3600  # whatever a reader opened (the fixture's queries), an hour "ago" ...
     for v in versions:
         if (marker := root / "versions" / v / ".opened").exists():
             os.utime(marker, (long_ago, long_ago))
@@ -257,3 +261,164 @@ def test_each_publish_applies_the_retention_of_the_storage_resource(art: ArtCorp
         publish(instance, resources)
     assert list_versions(root) == [current_version(root)]  # the copied version and the first new one are gone
     assert set(Index.open(root, encoder=False).manifest.partitions) == {"art", "other"}
+
+
+# -- LanceDB history: compaction at publish, pruning to what the kept versions pin ------------------------------
+
+
+def _lance_state(root: Path) -> tuple[dict[str, int], int]:
+    import lancedb
+
+    db = lancedb.connect(str(root / "lance"))
+    versions = {n: len(db.open_table(n).list_versions()) for n in db.list_tables().tables}
+    return versions, sum(1 for p in (root / "lance").rglob("*") if p.is_file())
+
+
+def test_lance_history_is_compacted_and_pruned_to_what_kept_versions_read(art: ArtCorpus, tmp_path: Path):
+
+    from mmkg.index.gc import collect
+    from mmkg.index.history import PRUNED_LOG, pruned_files
+    from mmkg.index.integrity import verify
+    from mmkg.index.manifest import Manifest
+
+    root = _copy_index(art, tmp_path)
+    env = {**ENV, "MMKG_COMPACT_FRAGMENTS": "2"}  # compact as soon as a table has two small fragments
+    for parts in ("art", "other", "art,other", "art", "other"):
+        run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), parts],
+                             capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+    before, files_before = _lance_state(root)
+    assert before["chunks"] >= 10  # restore, delete, add and compaction versions of six publishes
+    for marker in root.glob("versions/*/.opened"):
+        os.utime(marker, (time.time() - 3600, time.time() - 3600))
+
+    report = collect(root, keep=2)
+    after, files_after = _lance_state(root)
+    kept = list_versions(root)
+    assert len(kept) == 2 and current_version(root) == kept[-1]
+    assert report.lance_files_removed > 0 and files_after < files_before
+    assert all(after[n] < before[n] for n in ("chunks", "sentences"))
+    logged = pruned_files(root)
+    manifests = [Manifest.read(root / "versions" / v) for v in kept]
+    # a kept manifest lists files of older table versions it never read; the ones LanceDB pruned are logged ...
+    assert any(rel in logged and not (root / rel).exists() for m in manifests for rel in m.files)
+    for m in manifests:  # ... so every kept version still verifies, opens and answers
+        assert verify(root, m) == []
+        assert Index.open(root, version=m.version, encoder=False).self_check() == []
+    assert (root / PRUNED_LOG).exists() and not (root / ".lance-pruning.json").exists()
+    # and a publish after the prune starts from the pinned, compacted tables
+    run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), "art"],
+                         capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert _cli("index", "verify", "--index", str(root)).exit_code == 0
+
+
+@pytest.mark.parametrize("point", ["lance.optimize.listed", "lance.optimize.done", "gc.folders.removed"])
+def test_a_prune_killed_midway_loses_nothing_a_kept_version_reads(art: ArtCorpus, tmp_path: Path, point: str):
+    from mmkg.index.history import PENDING, pruned_files
+    from mmkg.index.integrity import verify
+    from mmkg.index.manifest import Manifest
+
+    root = _copy_index(art, tmp_path)
+    for parts in ("art", "other", "art,other"):
+        run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), parts],
+                             capture_output=True, text=True, env=ENV, timeout=300)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+    for marker in root.glob("versions/*/.opened"):
+        os.utime(marker, (time.time() - 3600, time.time() - 3600))
+    code = ("import sys; from mmkg.index.gc import collect; "
+            "collect(sys.argv[1], keep=1, compact=True)")  # fmt: skip
+    killed = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True,
+                            env={**ENV, "MMKG_FAILPOINTS": f"{point}=kill"}, timeout=300)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    version = current_version(root)
+    # right after the kill, with nobody holding the lock: what LanceDB removed is not taken for damage
+    assert verify(root, Manifest.read(root / "versions" / version)) == []
+    assert Index.open(root, encoder=False).self_check() == []
+    if point == "lance.optimize.done":
+        assert (root / PENDING).exists() and pruned_files(root)
+    run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), "other"],
+                         capture_output=True, text=True, env=ENV, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert not (root / PENDING).exists()  # the next holder of the lock settled it
+    out = _cli("index", "verify", "--index", str(root))
+    assert out.exit_code == 0, out.output
+    assert Index.open(root).retrieve(text="Which is the largest lake in Sweden?", k=1).chunks
+
+
+def test_readers_in_a_loop_during_publishes_and_retention_see_whole_versions(art: ArtCorpus, tmp_path: Path):
+    """Two readers query throughout four publishes, each followed by retention: no errors, no mixed answers."""
+    import json
+
+    from mmkg.index.gc import collect
+
+    root = _copy_index(art, tmp_path)
+    stop = tmp_path / "stop"
+    reader = str(Path(__file__).parent / "reader_worker.py")
+    question = "Which is the largest lake in Sweden?"
+    readers = [subprocess.Popen([sys.executable, reader, str(root), str(stop), question, *flag],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+               for flag in ([], ["--pinned"])]  # fmt: skip
+    time.sleep(8)  # both have opened the first version and answered
+    published = []
+    for parts in ("other", "art", "art,other", "other"):
+        run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), parts],
+                             capture_output=True, text=True, env=ENV, timeout=300)  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        published.append(run.stdout.strip())
+        collect(root, keep=1)  # versions readers opened in the last ten minutes stay
+    time.sleep(2)
+    stop.touch()
+    fresh, pinned = (json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in readers)
+    assert fresh["errors"] == 0 and pinned["errors"] == 0, (fresh["messages"], pinned["messages"])
+    assert fresh["mixed"] == 0 and pinned["mixed"] == 0
+    assert len(fresh["versions"]) >= 3 and published[-1] in fresh["versions"]  # it followed the publishes
+    assert len(pinned["versions"]) == 1 and pinned["distinct_answers"] == 1  # it kept reading what it opened
+    assert fresh["queries"] > 20 and pinned["queries"] > 20
+
+
+def _flip_middle(path: Path, n: int) -> None:
+    raw = bytearray(path.read_bytes())
+    mid = len(raw) // 2
+    raw[mid : mid + n] = bytes(b ^ 0xFF for b in raw[mid : mid + n])
+    path.write_bytes(bytes(raw))
+
+
+def _edit_manifest(root: Path) -> None:
+    import json
+
+    path = root / "versions" / current_version(root) / "manifest.json"
+    data = json.loads(path.read_text())
+    data["lance_versions"].pop("objects")  # still valid JSON and a valid model: only the checksum can tell
+    path.write_text(json.dumps(data))
+
+
+def _junk_pinned_lance_version(root: Path) -> None:
+    import json
+
+    pinned = json.loads((root / "versions" / current_version(root) / "manifest.json").read_text())["lance_versions"]
+    path = root / "lance" / "chunks.lance" / "_versions" / f"{2**64 - 1 - pinned['chunks']}.manifest"
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+DAMAGE = {  # damage that keeps every size, or leaves versions without CURRENT: name -> (damage, what is named)
+    "graph.npz flipped": (lambda r: _flip_middle(r / "versions" / current_version(r) / "graph.npz", 256), "graph.npz"),
+    "chunks.parquet flipped": (
+        lambda r: _flip_middle(r / "versions" / current_version(r) / "chunks.parquet", 512), "chunks.parquet"),
+    "pinned LanceDB version junk": (_junk_pinned_lance_version, "_versions/"),
+    "manifest edited": (_edit_manifest, "does not match its checksum"),
+    "CURRENT deleted": (lambda r: (r / CURRENT).unlink(), "mmkg index rollback VERSION"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(DAMAGE))
+def test_damage_a_size_check_cannot_see_ends_in_one_clear_line(art: ArtCorpus, tmp_path: Path, case: str):
+    root = _copy_index(art, tmp_path)
+    damage, named = DAMAGE[case]
+    damage(root)
+    out = _cli("query", "Where was Margit Holm born?", "--index", str(root))
+    said = " ".join(out.output.split())  # rich wraps long lines at spaces, or inside a path too long for a line
+    joined = out.output.replace("\n", "")
+    assert out.exit_code == 2 and "Traceback" not in said, (out.exit_code, said, out.exception)
+    assert named in said or named in joined, said
+    assert "rollback" in said

@@ -4,6 +4,8 @@ A request takes the holder's current ``Index`` once and uses that object to the 
 two versions; a reload opens the new version beside the old one (sharing the loaded encoder) and
 replaces the reference in one assignment. ``CURRENT`` is read at most every ``check_interval`` seconds;
 a version that does not open is logged and reported by ``/health`` while the old one keeps serving.
+Each version is checked against its checksums when opened (``Index.open(verify=True)``): a server runs
+for days, and bytes damaged in place would otherwise be served as data.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ class IndexHolder:
     def __init__(self, root: Path, encoder: Any = None, check_interval: float = 1.0):
         self.root = Path(root)
         self.check_interval = check_interval
-        self._index = Index.open(self.root, encoder=encoder)
+        self._index = Index.open(self.root, encoder=encoder, verify=True)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
         self.reload_error: str | None = None  # why the newest published version is not served
@@ -49,7 +51,7 @@ class IndexHolder:
             if version != self._index.version:
                 t0 = time.perf_counter()
                 try:
-                    new = Index.open(self.root, version, encoder=self._index.encoder)
+                    new = Index.open(self.root, version, encoder=self._index.encoder, verify=True)
                 except Exception as exc:  # a damaged version must not take the server down
                     self.reload_error = f"version {version} could not be opened: {exc}"
                     log.warning("not serving %s: %s", version, exc)

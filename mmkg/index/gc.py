@@ -11,10 +11,8 @@ rule no longer keeps, under the publish lock so it never races a publish:
   just stopped being current does not lose its files under it.
 
 A version is removed manifest first (a folder without a manifest is never listed or opened), then
-its files. LanceDB's own table history is not trimmed here: lancedb's ``cleanup_old_versions`` needs
-the separate ``pylance`` package (an 85 MB wheel), and its ``optimize`` compacts each table into a new
-version that the next publish discards (a publish starts from the version ``CURRENT`` pins). The
-tables keep every version; the version folders are the part that grew with each publish.
+its files. Then each LanceDB table's history is pruned down to the oldest table version a kept
+version pins (``mmkg.index.history.prune``); a dry run reports folders only.
 """
 
 from __future__ import annotations
@@ -25,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from mmkg.faults import failpoint
+from mmkg.index.history import prune
 from mmkg.index.manifest import MANIFEST, Manifest, current_version, list_versions
 
 OPENED = ".opened"
@@ -36,7 +36,8 @@ DEFAULT_GRACE = timedelta(minutes=10)
 class GcReport:
     removed: list[str] = field(default_factory=list)
     kept: dict[str, str] = field(default_factory=dict)  # version -> why it stays
-    bytes_freed: int = 0
+    bytes_freed: int = 0  # version folders and LanceDB files together
+    lance_files_removed: int = 0
     dry_run: bool = False
 
 
@@ -93,8 +94,9 @@ def collect(
     grace: timedelta = DEFAULT_GRACE,
     dry_run: bool = False,
     wait: bool = False,
+    compact: bool = False,
 ) -> GcReport:
-    """Remove the version folders ``plan`` does not keep (under the publish lock)."""
+    """Remove the version folders ``plan`` does not keep, then LanceDB history no kept version pins (under the lock)."""
     from mmkg.index.lock import publish_lock
 
     root = Path(root)
@@ -108,4 +110,10 @@ def collect(
             if not dry_run:
                 (folder / MANIFEST).unlink()  # unlisted from here on, even if the rest is interrupted
                 shutil.rmtree(folder)
+        if not dry_run:
+            failpoint("gc.folders.removed")
+            kept = [Manifest.read(root / "versions" / v) for v in list_versions(root)]
+            for files, size in prune(root, kept, compact_first=compact).values():
+                report.lance_files_removed += files
+                report.bytes_freed += size
     return report

@@ -7,9 +7,11 @@ written, so a file the previous version already recorded with the same size keep
 instead of being read again:
 the cost of a publish grows with what changed, and damage to an old file is never re-blessed.
 
-``check_sizes`` (run by ``Index.open``) stats the files: a missing or truncated one is an error that
+``sizes_wrong`` (run by ``Index.open``) stats the files: a missing or truncated one is an error that
 names it. ``verify`` (``mmkg index verify``) reads every byte and names each file whose digest
-differs: flipped bytes of the same size are caught there.
+differs: flipped bytes of the same size are caught there. A Lance file that is missing because
+LanceDB pruned it on purpose (``mmkg.index.history``: a file of another table version, which this
+version never read) is not a problem.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from mmkg.index.history import pruned_files
 from mmkg.index.manifest import MANIFEST, Manifest
 
 CHUNK = 1 << 20
@@ -70,26 +73,54 @@ def _size_problem(path: Path, size: int) -> str | None:
     return None
 
 
-def check_sizes(root: Path, manifest: Manifest) -> list[str]:
-    """Files of the version that are missing or have another size than recorded (cheap: no reading)."""
-    return [p for rel, (size, _) in manifest.files.items() if (p := _size_problem(root / rel, size))]
-
-
-def verify(root: Path, manifest: Manifest) -> list[str]:
-    """Every file of the version read and compared with its recorded digest; what differs, one line per file."""
-    if not manifest.files:
-        return [f"version {manifest.version} was published without checksums (an older mmkg): publish again"]
+def _problems(root: Path, manifest: Manifest, read: bool) -> list[str]:
+    pruned: set[str] | None = None
     problems = []
     for rel, (size, want) in manifest.files.items():
         path = root / rel
         problem = _size_problem(path, size)
-        if problem is None and digest(path) != want:
+        if problem is not None and rel.startswith("lance/") and not path.exists():
+            pruned = pruned_files(root) if pruned is None else pruned
+            if rel in pruned:  # another table version's file that LanceDB pruned; this version never read it
+                continue
+        if problem is None and read and digest(path) != want:
             problem = f"{path} is damaged: its bytes differ from what was published (same size)"
         if problem is not None:
             problems.append(problem)
     return problems
 
 
+def sizes_wrong(root: Path, manifest: Manifest) -> list[str]:
+    """Files of the version that are missing or have another size than recorded (cheap: no reading)."""
+    return _problems(root, manifest, read=False)
+
+
+def verify(root: Path, manifest: Manifest) -> list[str]:
+    """Every file of the version read and compared with its recorded digest; what differs, one line per file."""
+    if not manifest.files:
+        return [f"version {manifest.version} was published without checksums (an older mmkg): publish again"]
+    return _problems(root, manifest, read=True)
+
+
 def damaged_message(root: Path, version: str, problems: list[str]) -> str:
     return f"index version {version} at {root} is damaged: " + "; ".join(problems[:5]) + (
         f" (+{len(problems) - 5} more)" if len(problems) > 5 else "") + f". {_way_out(root, version)}"  # fmt: skip
+
+
+class IndexDamaged(ValueError):
+    """A version's files differ from what was published; the message names them and the way out."""
+
+
+def explain(root: Path, manifest: Manifest, exc: BaseException, reading: str = "opening it") -> BaseException:
+    """What to raise when reading a version failed: the damaged files, found by ``verify``, or ``exc`` itself.
+
+    A reader checks only sizes on open, so bytes flipped in place surface as a parse error of some
+    library (``BadZipFile``, an Arrow or LanceDB error) that names no file. Reading every file again
+    turns that into one line naming the damaged ones; when every file matches its digest the failure
+    is not damage, and the original error stands.
+    """
+    problems = verify(root, manifest) if manifest.files else []
+    if not problems:
+        return exc
+    detail = " ".join(f"{exc.__class__.__name__}: {exc}".split())[:200]
+    return IndexDamaged(damaged_message(root, manifest.version, problems) + f" ({reading} failed with {detail})")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from mmkg.atomic import write_bytes
 
@@ -37,8 +38,13 @@ class Manifest(BaseModel):
     # every file the version reads, relative to the index root -> [size in bytes, blake2b hex digest];
     # versions published before checksums have none (verify says so)
     files: dict[str, tuple[int, str]] = Field(default_factory=dict)
+    # blake2b of every other field (canonical JSON): an edited or damaged manifest is caught on read;
+    # empty in manifests written before it
+    checksum: str = ""
 
     def write(self, folder: Path) -> None:
+        data = json.loads(self.model_dump_json())
+        self.checksum = _self_digest(data)
         _atomic_write(folder / MANIFEST, self.model_dump_json(indent=2))
 
     @classmethod
@@ -46,18 +52,36 @@ class Manifest(BaseModel):
         path = folder / MANIFEST
         if not path.exists():
             raise FileNotFoundError(
-                f"{folder} has no {MANIFEST}: not a published index version (or one still being written)"
+                f"{folder} has no {MANIFEST}: not a published index version (or one still being written); "
+                "point CURRENT at a published one with `mmkg index rollback VERSION` (`mmkg index versions` lists "
+                "them), or publish again"
             )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(
-                f"{path} is damaged ({exc.__class__.__name__}: {exc}); point CURRENT at another version with "
-                "`mmkg index rollback VERSION` (`mmkg index versions` lists them), or publish again"
-            ) from exc
+            raise ValueError(_damaged(path, f"{exc.__class__.__name__}: {exc}")) from exc
+        if not isinstance(data, dict):
+            raise ValueError(_damaged(path, f"it holds a JSON {type(data).__name__}, not an object"))
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{path}: index format {data.get('format_version')}, this mmkg reads {FORMAT_VERSION}")
-        return cls.model_validate(data)
+        if data.get("checksum") and data["checksum"] != _self_digest(data):
+            raise ValueError(_damaged(path, "its content does not match its checksum: it was edited or damaged"))
+        try:
+            manifest = cls.model_validate(data)
+        except ValidationError as exc:
+            problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+            raise ValueError(_damaged(path, problem)) from None
+        return manifest
+
+
+def _self_digest(data: dict) -> str:
+    body = {k: v for k, v in data.items() if k != "checksum"}
+    return hashlib.blake2b(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), digest_size=16).hexdigest()
+
+
+def _damaged(path: Path, problem: str) -> str:
+    return (f"{path} is damaged ({problem}); point CURRENT at another version with "
+            "`mmkg index rollback VERSION` (`mmkg index versions` lists them), or publish again")  # fmt: skip
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -84,6 +108,12 @@ def check_version_name(name: str, where: str) -> str:
 def current_version(root: Path) -> str:
     path = root / CURRENT
     if not path.exists():
+        if versions := list_versions(root):
+            raise FileNotFoundError(
+                f"{path} is missing, but {len(versions)} version(s) are published under {root / 'versions'}; "
+                f"point CURRENT at one with `mmkg index rollback VERSION` (the newest: {versions[-1]}; "
+                "`mmkg index versions` lists them), or publish again"
+            )
         raise FileNotFoundError(f"no published index at {root} ({CURRENT} missing); materialize retrieval_index first")
     try:
         name = path.read_text(encoding="utf-8").strip()
@@ -97,22 +127,27 @@ def list_versions(root: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).exists()) if folder.exists() else []
 
 
-def open_version(root: Path, version: str | None = None) -> tuple[str, Manifest]:
+def open_version(root: Path, version: str | None = None, check_sizes: bool = True) -> tuple[str, Manifest]:
     """The version's name (the current one by default) and manifest, after the cheap size check.
 
     What every reader does first (``Index.open``, ``describe``): a bad name, a missing version or a
     missing or truncated file is an error naming it, with the way out (``mmkg index verify`` reads
     every byte).
     """
-    from mmkg.index.integrity import check_sizes, damaged_message
+    from mmkg.index.integrity import IndexDamaged, damaged_message, sizes_wrong
 
     name = check_version_name(version, "the version asked for") if version else current_version(root)
     folder = root / "versions" / name
     if not folder.exists():
-        raise FileNotFoundError(f"index version {name} not found under {root}; versions: {list_versions(root)}")
+        named = "" if version else f" ({root / CURRENT} names it)"
+        raise FileNotFoundError(
+            f"index version {name} not found under {root / 'versions'}{named}; "
+            f"published: {list_versions(root) or 'none'}; "
+            "point CURRENT at one with `mmkg index rollback VERSION`, or publish again"
+        )
     manifest = Manifest.read(folder)
-    if problems := check_sizes(root, manifest):
-        raise ValueError(damaged_message(root, name, problems))
+    if check_sizes and (problems := sizes_wrong(root, manifest)):
+        raise IndexDamaged(damaged_message(root, name, problems))
     return name, manifest
 
 

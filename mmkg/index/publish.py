@@ -31,6 +31,7 @@ from mmkg.entities import merge_mentions
 from mmkg.faults import armed_points, failpoint
 from mmkg.graph import Graph
 from mmkg.incidence import build_incidence
+from mmkg.index.history import compact, settle
 from mmkg.index.integrity import file_sums, version_files
 from mmkg.index.lock import publish_lock
 from mmkg.index.manifest import CURRENT, MANIFEST, EncoderSpec, Manifest, current_version, set_current
@@ -141,6 +142,26 @@ def _sync_by_id(tbl: Any, rows: pa.Table, batch: int = 2_000) -> None:
         tbl.add(rows.filter(pc.is_in(rows["id"], value_set=keep)))
 
 
+def _digests(tbl: Any) -> pa.ChunkedArray:
+    rows = tbl.search().select(["digest"]).limit(max(tbl.count_rows(), 1)).to_arrow()["digest"]
+    return rows.take(pc.sort_indices(rows))
+
+
+def _same_rows(db: Any, name: str, pinned: int) -> bool:
+    """Whether the table's latest version holds exactly the rows of the pinned one (digests cover id and vector).
+
+    True after retention compacted the table (``mmkg.index.history``): the publish keeps the compacted
+    version instead of restoring the pinned one, so that work is not thrown away. False after a killed
+    publish changed rows: the publish restores the pinned version.
+    """
+    latest = db.open_table(name)
+    old = db.open_table(name)
+    old.checkout(pinned)
+    if latest.count_rows() != old.count_rows():
+        return False
+    return _digests(latest).equals(_digests(old))
+
+
 OBJECT_PAYLOAD = (
     "object_id", "image_id", "chunk_id", "doc_id", "partition", "entity_key", "entity_name", "backend", "label",
     "score", "x0", "y0", "x1", "y1", "crop_path",
@@ -228,7 +249,11 @@ def publish_index(
 
 
 def remove_leftovers(root: Path) -> list[str]:
-    """Version folders without a manifest and temporary files of dead publishes (call only under the lock)."""
+    """Version folders without a manifest and temporary files of dead publishes (call only under the lock).
+
+    Also settles a LanceDB compaction or prune that died before logging the files it removed
+    (``mmkg.index.history``), so those files are not mistaken for damage.
+    """
     out = []
     versions = root / "versions"
     if versions.exists():
@@ -240,6 +265,8 @@ def remove_leftovers(root: Path) -> list[str]:
         for p in sorted(root.glob(f".{CURRENT}-*")):
             p.unlink(missing_ok=True)
             out.append(p.name)
+        if files := settle(root)[0]:  # a compaction or prune died before logging what LanceDB removed
+            out.append(f"the log of {files} files LanceDB pruned")
     return out
 
 
@@ -306,7 +333,7 @@ def _publish(
             # first publish (or a table an older mmkg wrote without digests): the table is exactly these rows
             tbl = db.create_table(name, rows, mode="overwrite")
         else:
-            if tbl.version != pinned:
+            if tbl.version != pinned and not _same_rows(db, name, pinned):
                 tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
             failpoint(f"publish.lance.{name}.restored")
             if name in SHARED:
@@ -319,6 +346,8 @@ def _publish(
                 if fresh.height:
                     tbl.add(_arrow(fresh, name, encoder.dim))
             failpoint(f"publish.lance.{name}.changed")
+            if compact(root, tbl):  # pinned below, so the merged fragments are what later publishes start from
+                failpoint(f"publish.lance.{name}.compacted")
         n_rows = tbl.count_rows()
         if n_rows != rows.num_rows:
             raise PublishError(
@@ -416,7 +445,7 @@ def verify_version(root: Path, version: str, probes: int = 3, k: int = 5) -> lis
     from mmkg.index.reader import Index
 
     try:
-        index = Index.open(root, version=version, encoder=False)
+        index = Index.open(root, version=version, encoder=False, track=False)
         return index.self_check(probes=probes, k=k)
     except Exception as exc:  # whatever stops a reader from opening it stops the publish
         return [f"cannot open it: {exc.__class__.__name__}: {exc}"]
