@@ -110,7 +110,10 @@ def query(
     strategy: Annotated[
         str, typer.Option("--strategy", help="Retrieval strategy, optionally NAME:PRESET (mmkg strategies lists them).")
     ] = "mg2",
-    preset: Annotated[str | None, typer.Option("--preset", help="The strategy's preset (mg2: default).")] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option("--preset", help="The strategy's preset (mg2: auto, which picks default or longdoc per query)."),
+    ] = None,
     param: Annotated[
         list[str] | None, typer.Option("--param", help="Override a strategy parameter: NAME=VALUE (repeatable).")
     ] = None,

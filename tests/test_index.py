@@ -64,7 +64,8 @@ def test_named_entities_seed_the_default_preset(built: Built):
     # a partial name is not linked ("Harvard Mark" is an entity, "Harvard Mark II" is not): dense seeds alone
     plain = "Who found a moth in the Harvard Mark II relay?"
     assert idx.link(plain) == []
-    a = idx.retrieve(text=plain, k=5)
+    assert idx.retrieve(text=plain, k=5).preset == "auto/longdoc"  # auto: nothing named, the words decide
+    a = idx.retrieve(text=plain, k=5, preset="default")
     b = idx.retrieve(text=plain, k=5, entity_seed_weight=0.0)
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in b.chunks]
     assert a.chunks[0].source_path == "computing_history/first_computer_bug.md"
@@ -207,6 +208,8 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
 
     The file was written by the reader as it was before retrieval became a package of strategies
     (commit "Tests for pictures shared by partitions…"); regenerate it only for an intended change to MG2-RAG.
+    ``default`` is checked with its second hop off (``bridge_weight`` 0): the one-round pipeline the file
+    records; tests/test_bridge.py covers the second round.
     """
     from conftest import SAMPLE_CORPUS
 
@@ -217,7 +220,8 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
     idx = Index.open(built.data / "index", version=list_versions(built.data / "index")[0])
     for case in golden:
         query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
-        res = idx.retrieve(**query, k=5, preset=case["preset"])
+        one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
+        res = idx.retrieve(**query, k=5, preset=case["preset"], **one_round)
         assert [c.chunk_id for c in res.chunks] == [w[0] for w in case["chunks"]], case
         assert [c.score for c in res.chunks] == pytest.approx([w[1] for w in case["chunks"]], abs=1e-4), case
 

@@ -63,7 +63,7 @@ def test_parameters_are_strict_typed_and_documented():
     mkg = {p["name"]: p for p in info["mkg"]["params"]}
     assert mkg["doc_top_k"]["default"] == 10 and mkg["graph_top_k"]["default"] == 10 and mkg["hops"]["default"] == 1
     assert all(p["doc"] for s in info.values() for p in s["params"])
-    assert info["mg2"]["default_preset"] == "default" and "longdoc" in info["mg2"]["presets"]
+    assert info["mg2"]["default_preset"] == "auto" and {"default", "longdoc"} <= set(info["mg2"]["presets"])
 
 
 def test_query_object_and_modalities(idx: Index, tmp_path: Path):
@@ -145,7 +145,7 @@ def test_mkg_filters_apply_to_both_stages(idx: Index):
 
 def test_mg2_results_carry_graph_evidence(idx: Index):
     res = idx.retrieve(text="Who painted The Blue Harbour?", k=3)
-    assert res.strategy == "mg2" and res.preset == "default"
+    assert res.strategy == "mg2" and res.preset == "auto/default"  # it names an entity: routed to default
     assert res.entities and res.entities[0].score >= res.entities[-1].score
     assert any(e.name == "The Blue Harbour" and e.hop == 0 for e in res.entities)  # the entity the query names
     top = {c.chunk_id for c in res.chunks}

@@ -378,6 +378,10 @@ class Index:
         """The query text's vector in the index's space."""
         return self._encoder().encode_text([text])[0]
 
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of several short texts in one batch (rows in order)."""
+        return np.asarray(self._encoder().encode_text(list(texts)), dtype=np.float32)
+
     def encode_image(self, image: str | Path, texts: Sequence[str] | None = None) -> np.ndarray:
         """The query picture's vector; with the text encoder, through what can be read from it (as at indexing).
 
@@ -805,3 +809,7 @@ class Index:
 
     def sentence_text(self, sentence_id: str) -> str:
         return self._lookups()["sentence_text"].get(sentence_id, "")
+
+    def sentence_texts(self) -> dict[str, str]:
+        """Sentence id -> text for this version (built once per reader)."""
+        return self._lookups()["sentence_text"]

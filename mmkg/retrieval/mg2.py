@@ -8,7 +8,9 @@
    entities the text query names (``entity_seed_weight``), BM25 over chunks (``lexical_seed_weight``),
    and the corpus pictures that are the query picture (``same_picture_weight``).
 4. Personalized PageRank r <- α W r + (1 - α) r0 until the L1 change is <= ε (eq. 4).
-5. Chunks are ranked by r; the entities with the most relevance and the triples among them are the
+5. Our addition (``bridge_weight``, 0 in the paper's presets): a second PPR round seeded also on the
+   own pages of the entities that round one's best passages lead to (``mmkg.retrieval.bridge``).
+6. Chunks are ranked by r; the entities with the most relevance and the triples among them are the
    graph evidence.
 
 Presets: the paper's Table 5 and our ``default`` (entity-centric, multi-hop) and ``longdoc``.
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
+from mmkg.retrieval.bridge import bridge_seeds
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
@@ -74,6 +77,14 @@ class Preset(Params):
         "weight, relative to the other channels, of the corpus pictures that are the query picture (same bytes or "
         "perceptual hash) and the chunks showing them; 0: the paper's r0",
     )
+    bridge_weight: float = param(
+        0.0,
+        "share of a second PPR round's r0 on the own pages of the entities round one's best passages lead to "
+        "(mmkg.retrieval.bridge; 0: one round, as the paper)",
+    )
+    bridge_passages: int = param(1, "round-one passages per linked entity that bridge entities are read from")
+    bridge_entities: int = param(2, "bridge entities kept per passage")
+    bridge_temperature: float = param(0.05, "softmax temperature over those sentences' cosines with the question")
     eps: float = param(1e-6, "PPR convergence: stop when the L1 change is at most ε")
 
     def __post_init__(self) -> None:
@@ -86,6 +97,12 @@ class Preset(Params):
             )
         if not 0 <= self.same_picture_weight <= 1:
             raise ValueError(f"same_picture_weight must be in [0, 1]; got {self.same_picture_weight}")
+        if not 0 <= self.bridge_weight < 1 or self.bridge_temperature <= 0:
+            raise ValueError(f"bridge_weight must be in [0, 1) and bridge_temperature > 0; got {self.bridge_weight} "
+                             f"and {self.bridge_temperature}")  # fmt: skip
+        if min(self.bridge_passages, self.bridge_entities) < 1:
+            raise ValueError(f"bridge_passages and bridge_entities must be at least 1; got {self.bridge_passages} and "
+                             f"{self.bridge_entities}")  # fmt: skip
         if self.lexical_top_k < 1 or (self.seed_top_k is not None and self.seed_top_k < 1):
             raise ValueError(f"lexical_top_k and seed_top_k must be at least 1; got {self.lexical_top_k} and "
                              f"{self.seed_top_k}")  # fmt: skip
@@ -123,7 +140,8 @@ PRESETS: dict[str, Preset] = {
     "crisis_bc": Preset(0.85, 0.2, 1.0, 1.0, 0.5, TopK(7, 5, 5, 5), TopK(3, 1, 1, 1)),
     "crisis_mc": Preset(0.70, 1.0, 1.0, 1.0, 1.0, TopK(12, 2, 3, 2), TopK(12, 3, 5, 3)),
     # Entity-centric and multi-hop QA: r0 on the chunks of the entities the query names, picked by query
-    # similarity; dense seeds as the tie-breaker; moderate propagation (tuned on 2Wiki dev, benchmarks/RESULTS.md).
+    # similarity; dense seeds as the tie-breaker; moderate propagation; a second round from the entities
+    # their passages lead to (tuned on 2Wiki dev, benchmarks/RESULTS.md).
     "default": Preset(
         0.5,
         1.0,
@@ -136,6 +154,8 @@ PRESETS: dict[str, Preset] = {
         entity_chunk_share=1.0,
         entity_chunk_temperature=0.1,
         same_picture_weight=0.9,
+        bridge_weight=0.3,
+        bridge_passages=2,
     ),
     # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
     # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev).
@@ -151,6 +171,26 @@ PRESETS: dict[str, Preset] = {
         same_picture_weight=0.9,
     ),
 }
+
+
+AUTO = "auto"
+SCOPED_DOCS = 3  # a query filtered to at most this many documents is a within-document question
+
+
+def route(index: Index, text: str | None, filters: Filters) -> str:
+    """The preset ``auto`` answers with, from the question and the index, never from a list of questions.
+
+    Within a few documents (the filters allow at most ``SCOPED_DOCS``), the words of a long document
+    decide: ``longdoc`` (BM25 and dense seeds). Across the corpus, a question that names entities of
+    the graph is entity-centric, often multi-hop: ``default`` (entity seeds and the second hop).
+    Anything else (no text, or no entity linked): ``longdoc``.
+    """
+    allowed = index.allowed_docs(filters)
+    if allowed is not None and len(allowed) <= SCOPED_DOCS:
+        return "longdoc"
+    if text and index.link(text):
+        return "default"
+    return "longdoc"
 
 
 def get_preset(name: str, **overrides: Any) -> Preset:
@@ -265,13 +305,16 @@ class MG2:
         "same-picture seeds in our presets) spread by Personalized PageRank over the multi-granularity graph"
     )
     modalities: ClassVar[frozenset[str]] = frozenset({"text", "image"})
-    presets: ClassVar[dict[str, Preset]] = PRESETS
-    default_preset: ClassVar[str] = "default"
+    # "auto" routes each query to default or longdoc (``route``); its entry stands for default's parameters
+    presets: ClassVar[dict[str, Preset]] = {AUTO: PRESETS["default"], **PRESETS}
+    default_preset: ClassVar[str] = AUTO
     evidence_entities: ClassVar[int] = 10  # entities with the most relevance reported as graph evidence
 
     def __init__(self, params: Preset | None = None, preset: str | None = None, engine: str | None = None):
         self.preset = preset or (self.default_preset if params is None else "custom")
-        self.params = params if params is not None else PRESETS[self.preset]
+        self.params = params if params is not None else self.presets[self.preset]
+        # auto routes per query unless parameters were overridden (then they apply to default's, unrouted)
+        self.routed = self.preset == AUTO and self.params is PRESETS["default"]
         self.engine = engine
 
     def retrieve(self, index: Index, query: Query, k: int, filters: Filters = None) -> RetrievalResult:
@@ -287,6 +330,11 @@ class MG2:
         qt: np.ndarray | None = None,
     ) -> RetrievalResult:
         """The pipeline; ``qt`` is an already-encoded text-side query vector (then ``text`` may be None)."""
+        if self.routed:
+            chosen = route(index, text, filters)
+            result = MG2(PRESETS[chosen], preset=chosen, engine=self.engine).run(index, text, image, k, filters, qt)
+            result.preset = f"{AUTO}/{chosen}"
+            return result
         p = self.params
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -337,13 +385,21 @@ class MG2:
         t2 = time.perf_counter()
         r = index.ppr(r0, p.alpha, p.eps, self.engine)
         timings["ppr"] = (time.perf_counter() - t2) * 1e3
+        bridges: list[str] = []
+        if p.bridge_weight > 0 and linked and text is not None:
+            t2 = time.perf_counter()
+            b, bridges = bridge_seeds(index, r, text, masks["chunks"], p.bridge_passages, p.bridge_entities,
+                                      p.bridge_temperature)  # fmt: skip
+            if b is not None:
+                r = index.ppr((1 - p.bridge_weight) * r0 + p.bridge_weight * b, p.alpha, p.eps, self.engine)
+            timings["bridge"] = (time.perf_counter() - t2) * 1e3
         chunk_scores = r[: index.n_chunks].copy()
         if masks["chunks"] is not None:
             chunk_scores[~masks["chunks"]] = -np.inf
         top = np.argsort(-chunk_scores, kind="stable")[:k]
         top = [int(i) for i in top if np.isfinite(chunk_scores[i])]
         result.chunks = index.evidence(top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
-        result.entities = self._entities(index, r, result.chunks, linked)
+        result.entities = self._entities(index, r, result.chunks, linked, bridges)
         result.relations = relations_among(
             index, {e.entity_key: e.score for e in result.entities}, {c.chunk_id for c in result.chunks}
         )
@@ -355,8 +411,10 @@ class MG2:
         result.timings_ms = {key: round(v, 2) for key, v in timings.items()}
         return result
 
-    def _entities(self, index: Index, r: np.ndarray, chunks: list, linked: list[str]) -> list[EntityHit]:
-        """The entity nodes with the most relevance after propagation (the linked ones first)."""
+    def _entities(
+        self, index: Index, r: np.ndarray, chunks: list, linked: list[str], bridges: list[str] = ()
+    ) -> list[EntityHit]:
+        """The entity nodes with the most relevance after propagation (the linked ones, then the bridges, first)."""
         first = index.n_chunks + index.n_images
         ent = r[first:]
         if not ent.size:
@@ -365,6 +423,8 @@ class MG2:
         top = np.argpartition(-ent, n - 1)[:n]
         order = [int(i) + first for i in top[np.argsort(-ent[top], kind="stable")] if ent[i] > 0]
         nodes = [index.entity_node[key] for key in linked if key in index.entity_node]
+        nodes += [index.entity_node[key] for key in bridges if key in index.entity_node and index.entity_node[key]
+                  not in set(nodes)]  # fmt: skip
         nodes += [i for i in order if i not in set(nodes)]
         in_result = {c.chunk_id for c in chunks}
         return [index.entity_hit(node, float(r[node]), in_result, hop=0 if node in nodes[: len(linked)] else 1)

@@ -206,7 +206,7 @@ async function init() {
     const strategies = await api("/strategies");
     $("strategy").replaceChildren(...strategies.flatMap((s) => s.presets.map((p) =>
       el("option", { value: `${s.name}:${p}`, title: s.summary }, `${s.name}:${p}`))));
-    $("strategy").value = "mg2:default";
+    $("strategy").value = "mg2:auto";
     status("ready");
   } catch (e) { status(e.message, true); }
 }

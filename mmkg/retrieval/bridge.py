@@ -1,0 +1,216 @@
+"""The second hop without an LLM: from the passages round one found to the pages of what they name.
+
+On a multi-hop question ("Where was the composer of film Billy Elliot born?") one round of PPR from
+the entities the question names puts their passage first (*Billy Elliot*), but the passage that
+answers is about the entity that passage leads to (*Stephen Warbeck*), which the question never
+names. Iterative retrieval (IRCoT, HippoRAG's multi-step) asks an LLM for the next hop; this reads
+it off the index instead:
+
+1. **Hop-one passages**: for each linked entity, the best ``bridge_passages`` chunks of its own page
+   after round one (the documents titled by it), or of the chunks that mention it when it has none.
+2. **Bridge entities**: the entities mentioned in those chunks' sentences (the sentence–entity
+   incidence, MG2-RAG's M_SE), other than the linked ones and the passage's own subject. Each is
+   weighted by softmax(cosine of its sentence and the question / ``bridge_temperature``): the sentence
+   that states the question's relation ("The music was composed by Stephen Warbeck") carries its
+   entity. The best ``bridge_entities`` per passage are kept.
+3. **Own pages**: a bridge entity's mass goes to the chunks of the documents titled by it (the
+   canonical key of the title, or of the title without a parenthetical, "David Bradley (director)"),
+   split by softmax of their cosine with the question; an entity without a page of its own is seeded
+   on its node, and PPR spreads it to the chunks that mention it.
+4. **Round two**: PPR again from ``(1 - bridge_weight) r0 + bridge_weight b``; chunks are ranked by it.
+
+Corpora whose documents are not titled by entities simply have no own pages: step 3 falls back to
+the entity node. One more PPR per question (about as long as the first).
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from mmkg.entities import canonical_key
+
+if TYPE_CHECKING:
+    from mmkg.index.reader import Index
+
+_PAREN = re.compile(r"^(.*?\S)\s*\([^()]*\)\s*$")  # "David Bradley (director)" -> "David Bradley"
+
+
+@dataclass
+class BridgeMaps:
+    """Per-version lookups the second hop needs, built once per reader."""
+
+    chunk_sents: sp.csr_array  # chunk row x sentence row, 1 where the sentence is in the chunk
+    smi: sp.csr_array  # sentence row x entity column (relational mentions)
+    col_key: np.ndarray  # entity key of each column
+    col_node: np.ndarray  # graph node of each column (-1: not a graph entity)
+    pages: dict[str, np.ndarray]  # entity key -> chunk rows of the documents titled by it
+    chunk_subject: np.ndarray  # per chunk row, the key of its document's title (and its base, "|" joined)
+
+
+_MAPS: weakref.WeakKeyDictionary[Any, BridgeMaps] = weakref.WeakKeyDictionary()
+
+
+def title_keys(title: str) -> tuple[str, ...]:
+    """The entity keys a document title stands for: the title's, and its base without a parenthetical."""
+    keys = [canonical_key(title)] if title else []
+    if title and (m := _PAREN.match(title)):
+        keys.append(canonical_key(m.group(1)))
+    return tuple(k for k in dict.fromkeys(keys) if k)
+
+
+def maps(index: Index) -> BridgeMaps:
+    if index in _MAPS:
+        return _MAPS[index]
+    n_chunks = index.n_chunks
+    chunk_pos = index.positions["chunks"]
+    sent_rows = {s: i for i, s in enumerate(index.m_smi.row_ids.tolist())}
+    pairs = [
+        (chunk_pos[c], sent_rows[s])
+        for s, c in index.sentences.select("sentence_id", "chunk_id").iter_rows()
+        if c in chunk_pos and s in sent_rows
+    ]
+    r, c = (np.asarray(x, dtype=np.int64) for x in zip(*pairs, strict=True)) if pairs else (np.zeros(0, int),) * 2
+    chunk_sents = sp.csr_array((np.ones(r.size, np.float32), (r, c)), shape=(n_chunks, len(sent_rows)))
+    col_key = index.m_smi.col_ids.astype(str)
+    node_of = index.entity_node
+    col_node = np.asarray([node_of.get(k, -1) for k in col_key.tolist()], dtype=np.int64)
+    titles = dict(index.chunks.select("chunk_id", "title").iter_rows())
+    pages: dict[str, list[int]] = {}
+    subject = np.empty(n_chunks, dtype=object)
+    for chunk_id, row in chunk_pos.items():
+        keys = title_keys(titles.get(chunk_id) or "")
+        subject[row] = "|".join(keys)
+        for k in keys:
+            pages.setdefault(k, []).append(row)
+    out = BridgeMaps(
+        chunk_sents=chunk_sents,
+        smi=index.m_smi.matrix.tocsr(),
+        col_key=col_key,
+        col_node=col_node,
+        pages={k: np.asarray(sorted(v), dtype=np.int64) for k, v in pages.items()},
+        chunk_subject=subject,
+    )
+    _MAPS[index] = out
+    return out
+
+
+def _cosines(index: Index, name: str, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Cosines of some rows with the query (vectors in memory; equal weights for ANN-searched tables)."""
+    vectors = index.vectors.get(name)
+    if vectors is None or not rows.size:
+        return np.zeros(rows.size, np.float32)
+    return vectors[rows] @ q
+
+
+def _softmax(x: np.ndarray, temperature: float) -> np.ndarray:
+    w = np.exp((x - x.max()) / temperature)
+    return w / w.sum()
+
+
+NOT_BRIDGES = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
+CONTEXT_WORDS = 6  # words before a mention that say how the passage relates it ("music by", "son of")
+
+
+def relation_text(question: str, links: list) -> str:
+    """The question without the names it links: what it asks about them ("Where was the composer of film born?")."""
+    out, last = [], 0
+    for link in sorted(links, key=lambda lk: lk.start):
+        out.append(question[last : link.start])
+        last = link.end
+    out.append(question[last:])
+    return " ".join(" ".join(out).split()) or question
+
+
+def mention_context(sentence: str, name: str) -> str:
+    """The few words before the first mention of ``name`` in ``sentence``, and the mention ("music by X")."""
+    at = sentence.casefold().find(name.casefold())
+    if at < 0:
+        return sentence
+    before = sentence[:at].split()[-CONTEXT_WORDS:]
+    return " ".join([*before, sentence[at : at + len(name)]])
+
+
+def bridge_seeds(
+    index: Index,
+    r: np.ndarray,
+    question: str,
+    mask: np.ndarray | None,
+    passages: int,
+    entities: int,
+    temperature: float,
+) -> tuple[np.ndarray | None, list[str]]:
+    """Seed mass on the own pages of the entities round one's best passages lead to, and those entities."""
+    m = maps(index)
+    n = index.n_chunks
+    links = index.link(question)
+    linked = list(dict.fromkeys(k for link in links for k in link.keys))
+    chunk_r = r[:n].astype(np.float64)
+    if mask is not None:
+        chunk_r = np.where(mask, chunk_r, -np.inf)
+    adj = index.graph.adjacency
+    linked_set = set(linked)
+    hop1: list[int] = []
+    for key in linked:
+        node = index.entity_node.get(key)
+        if node is None:
+            continue
+        cand = m.pages.get(key, np.zeros(0, np.int64))  # its own page, when it has one
+        cand = cand[np.isfinite(chunk_r[cand])] if cand.size else cand
+        if not cand.size:  # else the passages that mention it
+            nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
+            cand = nbrs[nbrs < n]
+            cand = cand[np.isfinite(chunk_r[cand])] if cand.size else cand
+        if cand.size:
+            best = cand[np.argsort(-chunk_r[cand], kind="stable")[:passages]]
+            hop1 += [int(c) for c in best if int(c) not in hop1]
+    names = index.entity_names()
+    texts = index.sentence_texts()
+    sentence_ids = index.m_smi.row_ids
+    candidates: list[tuple[int, int, str]] = []  # (hop-one passage, entity column, mention context)
+    for chunk in hop1:
+        own = set(str(m.chunk_subject[chunk]).split("|"))
+        seen: set[int] = set()
+        found: list[tuple[int, int, str]] = []
+        for srow in m.chunk_sents.indices[m.chunk_sents.indptr[chunk] : m.chunk_sents.indptr[chunk + 1]].tolist():
+            for col in m.smi.indices[m.smi.indptr[srow] : m.smi.indptr[srow + 1]].tolist():
+                key = str(m.col_key[col])
+                name, label = names.get(key, (key, ""))
+                if col in seen or key in linked_set or key in own or m.col_node[col] < 0 or label in NOT_BRIDGES:
+                    continue
+                seen.add(col)
+                found.append((chunk, col, mention_context(texts.get(str(sentence_ids[srow]), ""), name)))
+        with_page = [c for c in found if str(m.col_key[c[1]]) in m.pages]
+        candidates += with_page or found  # an entity with a page of its own is where a hop lands
+    if not candidates:
+        return None, []
+    q_rel = index.encode_text(relation_text(question, links))
+    ctx = np.asarray(index.encode_texts([c for _, _, c in candidates]), dtype=np.float64) @ q_rel
+    seeds = np.zeros(index.graph.n, dtype=np.float64)
+    bridges: list[str] = []
+    for chunk in dict.fromkeys(c for c, _, _ in candidates):
+        mine = [i for i, c in enumerate(candidates) if c[0] == chunk]
+        weight = _softmax(ctx[mine], temperature)
+        order = np.argsort(-weight, kind="stable")[:entities]
+        total = float(weight[order].sum())
+        for j in order.tolist():
+            col = candidates[mine[j]][1]
+            share = float(weight[j]) / total / len(hop1)
+            key = str(m.col_key[col])
+            bridges.append(key)
+            pages = m.pages.get(key, np.zeros(0, np.int64))
+            if mask is not None and pages.size:
+                pages = pages[mask[pages]]
+            if pages.size:
+                page_cos = _cosines(index, "chunks", pages, q_rel).astype(np.float64)
+                np.add.at(seeds, pages, share * _softmax(page_cos, 0.1))
+            else:
+                seeds[m.col_node[col]] += share
+    if seeds.sum() <= 0:
+        return None, []
+    return seeds / seeds.sum(), list(dict.fromkeys(bridges))
