@@ -3,6 +3,9 @@
     python benchmarks/failpoints.py --data-root /tmp/sample_build --first computing_history,space \
         --second nature_and_objects --question "What is a fundus photograph?"
 
+With ``--keep 1 --compact-fragments 1`` every publish compacts and applies retention, so the points in
+compaction and retention are reached as well.
+
 ``--data-root`` is a built corpus (its ``tables/`` and published ``index/``). For each point of
 ``python -m mmkg.faults``, a copy of the index gets a publish of ``--first`` killed at that point
 (SIGKILL), then a publish of ``--second``; a point is survived when the killed run really died, the
@@ -31,6 +34,8 @@ def main(
     first: Annotated[str, typer.Option(help="Partitions of the killed publish (comma list).")],
     second: Annotated[str, typer.Option(help="Partitions of the publish after it (comma list).")],
     question: Annotated[str, typer.Option(help="A question the second publish's partitions answer.")],
+    keep: Annotated[int | None, typer.Option(help="Retention after each publish (keep_versions).")] = None,
+    compact_fragments: Annotated[int | None, typer.Option(help="MMKG_COMPACT_FRAGMENTS (1: every publish).")] = None,
 ) -> None:
     from publish_worker import killed_then_republished
 
@@ -45,10 +50,11 @@ def main(
             root = Path(tmp) / "index"
             shutil.copytree(data_root / "index", root)
             t0 = time.perf_counter()
-            r = killed_then_republished(data_root, root, point, first, second, question)
+            extra = {"MMKG_COMPACT_FRAGMENTS": str(compact_fragments)} if compact_fragments else None
+            r = killed_then_republished(data_root, root, point, first, second, question, keep, extra)
             ok = {
                 "died": r["killed_rc"] == -signal.SIGKILL,
-                "kept": r["current_after_kill"] == r["current_before"] or point == "publish.current.moved",
+                "kept": r["current_after_kill"] == r["current_before"] or r["whole_after_kill"],
                 "opened": r["opens_after_kill"],
                 "next": r["second_rc"] == 0 and r["current"] == r["second_version"],
                 "verify": r["verify_rc"] == 0,

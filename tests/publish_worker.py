@@ -1,10 +1,11 @@
 """Publish an index from a built data root's partition tables, in a process of its own (for the safety tests).
 
-    python tests/publish_worker.py DATA_ROOT INDEX_ROOT PARTITION[,PARTITION...] [--no-wait]
+    python tests/publish_worker.py DATA_ROOT INDEX_ROOT PARTITION[,PARTITION...] [--no-wait] [--keep=N]
 
 Does what the ``graph`` and ``retrieval_index`` assets do, without Dagster, so tests can run several
 publishes at once, kill one, or hold the lock. Exit code 0 on success; 3 when the lock was held and
-``--no-wait`` was given (the message on stderr).
+``--no-wait`` was given (the message on stderr). ``--keep=N`` then applies retention as the asset does
+(``keep_versions`` N: version folders, then the LanceDB history no kept version pins).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ TABLES = ("documents", "chunks", "sentences", "images", "objects", "entity_menti
           "document_entity_vectors", "relation_vectors")  # fmt: skip
 
 
-def main(data: Path, root: Path, partitions: list[str], wait: bool) -> int:
+def main(data: Path, root: Path, partitions: list[str], wait: bool, keep: int | None = None) -> int:
     from mmkg.graph import build_graph
     from mmkg.index.lock import PublishLocked
     from mmkg.index.manifest import EncoderSpec
@@ -46,12 +47,28 @@ def main(data: Path, root: Path, partitions: list[str], wait: bool) -> int:
     except PublishLocked as exc:
         print(exc, file=sys.stderr)
         return 3
+    if keep and not result.reused:
+        from mmkg.index.gc import collect
+
+        collect(root, keep=keep, wait=True)
     print(result.version)
     return 0
 
 
-def killed_then_republished(data: Path, root: Path, point: str, first: str, second: str, question: str) -> dict:
+def killed_then_republished(
+    data: Path,
+    root: Path,
+    point: str,
+    first: str,
+    second: str,
+    question: str,
+    keep: int | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> dict:
     """Publish partitions ``first`` with ``point`` armed (the process kills itself there), then ``second``.
+
+    ``keep`` runs retention after each publish (``--keep``), ``extra_env`` sets e.g. ``MMKG_COMPACT_FRAGMENTS``,
+    so the points in compaction and retention are reached too.
 
     Returns what the safety test and ``benchmarks/failpoints.py`` check: return codes, ``CURRENT`` after
     each step, whether the second version verifies and answers from its own partitions only, and what
@@ -66,32 +83,38 @@ def killed_then_republished(data: Path, root: Path, point: str, first: str, seco
     from mmkg.index import Index
     from mmkg.index.manifest import CURRENT, MANIFEST, current_version
 
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+           **(extra_env or {})}  # fmt: skip
+    flags = [f"--keep={keep}"] if keep else []
     before = current_version(root)
-    killed = subprocess.run([sys.executable, __file__, str(data), str(root), first], capture_output=True, text=True,
-                            env={**env, "MMKG_FAILPOINTS": f"{point}=kill"}, timeout=600)  # fmt: skip
+    killed = subprocess.run([sys.executable, __file__, str(data), str(root), first, *flags], capture_output=True,
+                            text=True, env={**env, "MMKG_FAILPOINTS": f"{point}=kill"}, timeout=600)  # fmt: skip
     after_kill = current_version(root)
+    # CURRENT either stayed or moved to a whole version (a kill after the move, e.g. in retention)
+    whole_after_kill = CliRunner().invoke(app, ["index", "verify", "--index", str(root)]).exit_code == 0
     opens_after_kill = True
     try:
         Index.open(root, encoder=False)
     except Exception:
         opens_after_kill = False
-    again = subprocess.run([sys.executable, __file__, str(data), str(root), second], capture_output=True, text=True,
-                           env=env, timeout=600)  # fmt: skip
+    again = subprocess.run([sys.executable, __file__, str(data), str(root), second, *flags], capture_output=True,
+                           text=True, env=env, timeout=600)  # fmt: skip
     verified = CliRunner().invoke(app, ["index", "verify", "--index", str(root)])
     idx = Index.open(root)
     top = idx.retrieve(text=question, k=3)
     return {
         "killed_rc": killed.returncode, "current_before": before, "current_after_kill": after_kill,
-        "opens_after_kill": opens_after_kill, "second_rc": again.returncode, "second_err": again.stderr[-2000:],
+        "opens_after_kill": opens_after_kill, "whole_after_kill": whole_after_kill,
+        "second_rc": again.returncode, "second_err": again.stderr[-2000:],
         "second_version": again.stdout.strip(), "current": current_version(root), "verify_rc": verified.exit_code,
         "verify": verified.output, "sources": {c.source_path for c in top.chunks},
         "partitions": sorted(idx.manifest.partitions),
         "leftovers": [p.name for p in (root / "versions").iterdir() if not (p / MANIFEST).exists()]
-        + [p.name for p in root.glob(f".{CURRENT}-*")],
+        + [p.name for p in root.glob(f".{CURRENT}-*")] + [p.name for p in root.glob(".lance-pruning*")],
     }  # fmt: skip
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    sys.exit(main(Path(args[0]), Path(args[1]), args[2].split(","), "--no-wait" not in sys.argv))
+    keep = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--keep=")), None)
+    sys.exit(main(Path(args[0]), Path(args[1]), args[2].split(","), "--no-wait" not in sys.argv, keep))
