@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -87,22 +88,27 @@ def pruned_files(root: Path) -> set[str]:
     return out
 
 
-def _optimize(root: Path, tbl: Any, older_than: timedelta) -> tuple[int, int]:
-    """``tbl.optimize`` with every file it removes logged; returns (files, bytes) it removed."""
+def _logged(root: Path, tbl: Any, run: Callable[[], Any]) -> tuple[int, int]:
+    """Run a LanceDB operation that may remove files, with every file it removes logged: (files, bytes)."""
     pending = root / PENDING
-    tmp = pending.with_suffix(".tmp")
+    tmp = root / f"{PENDING}.tmp"
     tmp.write_text(json.dumps({tbl.name: _lance_files(root, tbl.name)}), encoding="utf-8")
     os.replace(tmp, pending)
     failpoint("lance.optimize.listed")
-    tbl.optimize(cleanup_older_than=older_than)
+    run()
     failpoint("lance.optimize.done")
     return settle(root)
+
+
+def _optimize(root: Path, tbl: Any, older_than: timedelta) -> tuple[int, int]:
+    """lancedb's ``optimize`` (compaction, then pruning by age), logged."""
+    return _logged(root, tbl, lambda: tbl.optimize(cleanup_older_than=older_than))
 
 
 def compact(root: Path, tbl: Any, min_fragments: int | None = None) -> bool:
     """Merge a table's small fragments once there are ``min_fragments`` of them; True when it ran.
 
-    The default is ``MMKG_COMPACT_FRAGMENTS`` when set (tests set 1 to compact on every publish), else
+    The default is ``MMKG_COMPACT_FRAGMENTS`` when set (1 compacts on every publish), else
     ``COMPACT_FRAGMENTS``.
     """
     if min_fragments is None:
@@ -115,15 +121,9 @@ def compact(root: Path, tbl: Any, min_fragments: int | None = None) -> bool:
 
 
 def _cleanup(root: Path, tbl: Any, versions: list[int]) -> tuple[int, int]:
-    """Lance's ``cleanup_old_versions`` of exactly ``versions``, every file it removes logged."""
-    pending = root / PENDING
-    tmp = pending.with_suffix(".tmp")
-    tmp.write_text(json.dumps({tbl.name: _lance_files(root, tbl.name)}), encoding="utf-8")
-    os.replace(tmp, pending)
-    failpoint("lance.optimize.listed")
-    tbl.to_lance().cleanup_old_versions(versions=versions, delete_unverified=False, error_if_tagged_old_versions=False)
-    failpoint("lance.optimize.done")
-    return settle(root)
+    """Lance's ``cleanup_old_versions`` of exactly ``versions``, logged."""
+    return _logged(root, tbl, lambda: tbl.to_lance().cleanup_old_versions(
+        versions=versions, delete_unverified=False, error_if_tagged_old_versions=False))  # fmt: skip
 
 
 def prune(root: Path, kept: list[Manifest], compact_first: bool = False) -> dict[str, tuple[int, int]]:

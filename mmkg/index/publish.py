@@ -262,7 +262,7 @@ def remove_leftovers(root: Path) -> list[str]:
                 shutil.rmtree(p)
                 out.append(f"versions/{p.name}")
     if root.exists():
-        for p in sorted(root.glob(f".{CURRENT}-*")):
+        for p in [*sorted(root.glob(f".{CURRENT}-*")), *root.glob(".lance-pruning.json.tmp")]:
             p.unlink(missing_ok=True)
             out.append(p.name)
         if files := settle(root)[0]:  # a compaction or prune died before logging what LanceDB removed
