@@ -13,7 +13,8 @@
 6. Chunks are ranked by r; the entities with the most relevance and the triples among them are the
    graph evidence.
 
-Presets: the paper's Table 5 and our ``default`` (entity-centric, multi-hop) and ``longdoc``.
+Presets: the paper's Table 5, our ``default`` (entity-centric, multi-hop) and ``longdoc``, and ``auto``
+(the strategy's default), which picks ``default`` or ``longdoc`` per query (``route``).
 """
 
 from __future__ import annotations
@@ -82,9 +83,13 @@ class Preset(Params):
         "share of a second PPR round's r0 on the own pages of the entities round one's best passages lead to "
         "(mmkg.retrieval.bridge; 0: one round, as the paper)",
     )
-    bridge_passages: int = param(1, "round-one passages per linked entity that bridge entities are read from")
+    bridge_passages: int = param(
+        1, "round-one chunks per linked entity (of its own page, else that mention it) that bridges are read from"
+    )
     bridge_entities: int = param(2, "bridge entities kept per passage")
-    bridge_temperature: float = param(0.05, "softmax temperature over those sentences' cosines with the question")
+    bridge_temperature: float = param(
+        0.05, "softmax temperature over the cosines of each candidate's mention context and the question's relation"
+    )
     eps: float = param(1e-6, "PPR convergence: stop when the L1 change is at most ε")
 
     def __post_init__(self) -> None:
