@@ -110,7 +110,7 @@ def retrieval_index(
         },
     )  # fmt: skip
     info = encoder.get().info
-    spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
+    spec = EncoderSpec.from_info(info)
     payload = payload_tables(
         documents, chunks, sentences, images, objects, document_entities, relations, cross_modal_links
     )

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import polars as pl
 import typer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,35 +55,17 @@ def main(
 
     if compact_fragments is not None:
         os.environ["MMKG_COMPACT_FRAGMENTS"] = str(compact_fragments)
-    from publish_worker import TABLES
+    from publish_worker import publish_inputs, text_encoder_spec
 
     import mmkg.index.publish as publish
-    from mmkg.encoders import load_encoder
-    from mmkg.graph import build_graph
     from mmkg.index.gc import collect
-    from mmkg.index.manifest import EncoderSpec
 
     parts = sorted(p.stem for p in (data_root / "tables" / "chunks").glob("*.parquet"))
     if leave_one_out:
         subsets = [[p for p in parts if p != out] for out in parts]
     else:
         subsets = [list(c) for n in range(1, len(parts) + 1) for c in itertools.combinations(parts, n)]
-    info = load_encoder("text", "", "cpu").info
-    spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
-
-    def inputs(subset: list[str]) -> tuple:
-        paths = {n: [data_root / "tables" / n / f"{p}.parquet" for p in subset] for n in TABLES}
-        # a data root built before cross-modal links has none: published without them
-        t = {n: pl.concat([pl.read_parquet(p) for p in ps], how="vertical_relaxed") if all(p.exists() for p in ps)
-             else None for n, ps in paths.items()}  # fmt: skip
-        graph = build_graph(t["chunks"], t["entity_mentions"], t["relations"], t["images"], t["objects"])
-        payload = publish.payload_tables(t["documents"], t["chunks"], t["sentences"], t["images"], t["objects"],
-                                         t["document_entities"], t["relations"], t["cross_modal_links"])  # fmt: skip
-        vectors = {"chunks": t["chunk_vectors"], "sentences": t["sentence_vectors"], "images": t["image_vectors"],
-                   "objects": t["object_vectors"], "document_entities": t["document_entity_vectors"],
-                   "relations": t["relation_vectors"]}  # fmt: skip
-        return graph, vectors, payload, t["entity_mentions"]
-
+    spec = text_encoder_spec()
     real = (publish.verify_version, publish.file_sums, publish.compact)
     times: dict[str, list[float]] = {"bare": [], "checked": [], "retained": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,7 +73,7 @@ def main(
         print("| publishes | root | MiB | files | version folders | LanceDB table versions |")
         print("|---:|---|---:|---:|---:|---:|")
         for i in range(publishes):
-            graph, vectors, payload, mentions = inputs(subsets[i % len(subsets)])
+            graph, vectors, payload, mentions = publish_inputs(data_root, subsets[i % len(subsets)])
             for mode, root in roots.items():
                 if mode == "bare":
                     publish.verify_version = lambda *a, **k: []

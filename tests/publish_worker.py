@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,29 +21,42 @@ TABLES = ("documents", "chunks", "sentences", "images", "objects", "entity_menti
           "document_entity_vectors", "relation_vectors")  # fmt: skip
 
 
-def main(data: Path, root: Path, partitions: list[str], wait: bool, keep: int | None = None) -> int:
+def publish_inputs(data: Path, partitions: list[str]) -> tuple:
+    """``(graph, vectors, payload, mentions)`` for ``publish_index`` from the partitions' tables.
+
+    A table some partition lacks (a data root built before cross-modal links) is published without it.
+    """
     from mmkg.graph import build_graph
-    from mmkg.index.lock import PublishLocked
-    from mmkg.index.manifest import EncoderSpec
-    from mmkg.index.publish import payload_tables, publish_index
+    from mmkg.index.publish import payload_tables
 
-    def table(name: str) -> pl.DataFrame:
-        frames = [pl.read_parquet(data / "tables" / name / f"{p}.parquet") for p in partitions]
-        return pl.concat(frames, how="vertical_relaxed")
-
-    t = {n: table(n) for n in TABLES}
+    paths = {n: [data / "tables" / n / f"{p}.parquet" for p in partitions] for n in TABLES}
+    t = {n: pl.concat([pl.read_parquet(p) for p in ps], how="vertical_relaxed") if all(p.exists() for p in ps)
+         else None for n, ps in paths.items()}  # fmt: skip
     graph = build_graph(t["chunks"], t["entity_mentions"], t["relations"], t["images"], t["objects"])
     payload = payload_tables(t["documents"], t["chunks"], t["sentences"], t["images"], t["objects"],
                              t["document_entities"], t["relations"], t["cross_modal_links"])  # fmt: skip
     vectors = {"chunks": t["chunk_vectors"], "sentences": t["sentence_vectors"], "images": t["image_vectors"],
                "objects": t["object_vectors"], "document_entities": t["document_entity_vectors"],
                "relations": t["relation_vectors"]}  # fmt: skip
+    return graph, vectors, payload, t["entity_mentions"]
+
+
+def text_encoder_spec() -> Any:
+    """The manifest's spec of the default text encoder (what the assets publish with)."""
     from mmkg.encoders import load_encoder
+    from mmkg.index.manifest import EncoderSpec
 
     info = load_encoder("text", "", "cpu").info
-    spec = EncoderSpec(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
+    return EncoderSpec.from_info(info)
+
+
+def main(data: Path, root: Path, partitions: list[str], wait: bool, keep: int | None = None) -> int:
+    from mmkg.index.lock import PublishLocked
+    from mmkg.index.publish import publish_index
+
+    graph, vectors, payload, mentions = publish_inputs(data, partitions)
     try:
-        result = publish_index(root, spec, graph, vectors, payload, t["entity_mentions"], wait=wait,
+        result = publish_index(root, text_encoder_spec(), graph, vectors, payload, mentions, wait=wait,
                                log=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
     except PublishLocked as exc:
         print(exc, file=sys.stderr)

@@ -7,6 +7,7 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -23,6 +24,11 @@ class EncoderSpec(BaseModel):
     model: str
     dim: int
     normalized: bool = True
+
+    @classmethod
+    def from_info(cls, info: Any) -> EncoderSpec:
+        """The spec of a loaded encoder (its ``info``), as a manifest records it."""
+        return cls(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
 
 
 class Manifest(BaseModel):
