@@ -810,6 +810,6 @@ class Index:
     def sentence_text(self, sentence_id: str) -> str:
         return self._lookups()["sentence_text"].get(sentence_id, "")
 
-    def sentence_texts(self) -> dict[str, str]:
-        """Sentence id -> text for this version (built once per reader)."""
-        return self._lookups()["sentence_text"]
+    def chunk_sentences(self, chunk_id: str) -> list[tuple[int, str, str]]:
+        """``(sentence row, sentence id, text)`` of a chunk's sentences, in order (the lookup evidence uses)."""
+        return self._lookups()["sentences"].get(chunk_id, [])

@@ -45,7 +45,7 @@ _PAREN = re.compile(r"^(.*?\S)\s*\([^()]*\)\s*$")  # "David Bradley (director)" 
 class BridgeMaps:
     """Per-version lookups the second hop needs, built once per reader."""
 
-    chunk_sents: sp.csr_array  # chunk row x sentence row, 1 where the sentence is in the chunk
+    chunk_ids: list[str]  # chunk id of each chunk row
     smi: sp.csr_array  # sentence row x entity column (relational mentions)
     col_key: np.ndarray  # entity key of each column
     col_node: np.ndarray  # graph node of each column (-1: not a graph entity)
@@ -69,14 +69,6 @@ def maps(index: Index) -> BridgeMaps:
         return _MAPS[index]
     n_chunks = index.n_chunks
     chunk_pos = index.positions["chunks"]
-    sent_rows = {s: i for i, s in enumerate(index.m_smi.row_ids.tolist())}
-    pairs = [
-        (chunk_pos[c], sent_rows[s])
-        for s, c in index.sentences.select("sentence_id", "chunk_id").iter_rows()
-        if c in chunk_pos and s in sent_rows
-    ]
-    r, c = (np.asarray(x, dtype=np.int64) for x in zip(*pairs, strict=True)) if pairs else (np.zeros(0, int),) * 2
-    chunk_sents = sp.csr_array((np.ones(r.size, np.float32), (r, c)), shape=(n_chunks, len(sent_rows)))
     col_key = index.m_smi.col_ids.astype(str)
     node_of = index.entity_node
     col_node = np.asarray([node_of.get(k, -1) for k in col_key.tolist()], dtype=np.int64)
@@ -89,7 +81,7 @@ def maps(index: Index) -> BridgeMaps:
         for k in keys:
             pages.setdefault(k, []).append(row)
     out = BridgeMaps(
-        chunk_sents=chunk_sents,
+        chunk_ids=index.meta["chunks"]["id"].to_list(),
         smi=index.m_smi.matrix.tocsr(),
         col_key=col_key,
         col_node=col_node,
@@ -170,21 +162,19 @@ def bridge_seeds(
             best = cand[np.argsort(-chunk_r[cand], kind="stable")[:passages]]
             hop1 += [int(c) for c in best if int(c) not in hop1]
     names = index.entity_names()
-    texts = index.sentence_texts()
-    sentence_ids = index.m_smi.row_ids
     candidates: list[tuple[int, int, str]] = []  # (hop-one passage, entity column, mention context)
     for chunk in hop1:
         own = set(str(m.chunk_subject[chunk]).split("|"))
         seen: set[int] = set()
         found: list[tuple[int, int, str]] = []
-        for srow in m.chunk_sents.indices[m.chunk_sents.indptr[chunk] : m.chunk_sents.indptr[chunk + 1]].tolist():
+        for srow, _, text in index.chunk_sentences(m.chunk_ids[chunk]):
             for col in m.smi.indices[m.smi.indptr[srow] : m.smi.indptr[srow + 1]].tolist():
                 key = str(m.col_key[col])
                 name, label = names.get(key, (key, ""))
                 if col in seen or key in linked_set or key in own or m.col_node[col] < 0 or label in NOT_BRIDGES:
                     continue
                 seen.add(col)
-                found.append((chunk, col, mention_context(texts.get(str(sentence_ids[srow]), ""), name)))
+                found.append((chunk, col, mention_context(text, name)))
         with_page = [c for c in found if str(m.col_key[c[1]]) in m.pages]
         candidates += with_page or found  # an entity with a page of its own is where a hop lands
     if not candidates:
