@@ -100,9 +100,9 @@ def _logged(root: Path, tbl: Any, run: Callable[[], Any]) -> tuple[int, int]:
     return settle(root)
 
 
-def _optimize(root: Path, tbl: Any, older_than: timedelta) -> tuple[int, int]:
-    """lancedb's ``optimize`` (compaction, then pruning by age), logged."""
-    return _logged(root, tbl, lambda: tbl.optimize(cleanup_older_than=older_than))
+def _compact(root: Path, tbl: Any) -> tuple[int, int]:
+    """lancedb's ``optimize`` told to prune nothing (compaction only), logged."""
+    return _logged(root, tbl, lambda: tbl.optimize(cleanup_older_than=KEEP_ALL))
 
 
 def compact(root: Path, tbl: Any, min_fragments: int | None = None) -> bool:
@@ -116,7 +116,7 @@ def compact(root: Path, tbl: Any, min_fragments: int | None = None) -> bool:
     stats = tbl.stats()["fragment_stats"]
     if stats["num_small_fragments"] < min_fragments:
         return False
-    _optimize(root, tbl, KEEP_ALL)
+    _compact(root, tbl)
     return True
 
 
@@ -151,7 +151,7 @@ def prune(root: Path, kept: list[Manifest], compact_first: bool = False) -> dict
         tbl = db.open_table(name)
         files = size = 0
         if compact_first:
-            files, size = _optimize(root, tbl, KEEP_ALL)
+            files, size = _compact(root, tbl)
         history = [v["version"] for v in tbl.list_versions()]
         drop = [v for v in history if v not in pins and v != max(history)]
         if drop:

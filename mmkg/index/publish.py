@@ -123,6 +123,11 @@ def _id_list(values: list[str]) -> str:
     return ", ".join("'" + v + "'" for v in values)
 
 
+def _scan(tbl: Any, columns: list[str]) -> pa.Table:
+    """Every row of a table version, these columns only."""
+    return tbl.search().select(columns).limit(max(tbl.count_rows(), 1)).to_arrow()
+
+
 def _sync_by_id(tbl: Any, rows: pa.Table, batch: int = 2_000) -> None:
     """Make a shared-unit table hold exactly ``rows``: delete ids that went or changed, add the new rows.
 
@@ -130,7 +135,7 @@ def _sync_by_id(tbl: Any, rows: pa.Table, batch: int = 2_000) -> None:
     table is compared with the wanted rows by id and digest; these tables are small (pictures and
     grounded objects, not sentences), and ids are validated content hashes before they reach a predicate.
     """
-    have = tbl.search().select(["id", "digest"]).limit(max(tbl.count_rows(), 1)).to_arrow()
+    have = _scan(tbl, ["id", "digest"])
     have_digest = dict(zip(have["id"].to_pylist(), have["digest"].to_pylist(), strict=True))
     want_digest = dict(zip(rows["id"].to_pylist(), rows["digest"].to_pylist(), strict=True))
     stale = sorted(i for i, d in have_digest.items() if want_digest.get(i) != d)
@@ -143,7 +148,7 @@ def _sync_by_id(tbl: Any, rows: pa.Table, batch: int = 2_000) -> None:
 
 
 def _digests(tbl: Any) -> pa.ChunkedArray:
-    rows = tbl.search().select(["digest"]).limit(max(tbl.count_rows(), 1)).to_arrow()["digest"]
+    rows = _scan(tbl, ["digest"])["digest"]
     return rows.take(pc.sort_indices(rows))
 
 
