@@ -225,7 +225,7 @@ def retrieval_index_smoke(storage: StorageResource, encoder: EncoderResource) ->
 
     root = storage.path / "index"
     try:
-        index = Index.open(root, encoder=encoder.get())
+        index = Index.open(root, encoder=encoder.get(root))
     except Exception as exc:  # an index that cannot be opened fails the check, with the reason
         return AssetCheckResult(passed=False, description=f"cannot open the index at {root}: {exc}")
     return _result(validation.smoke_retrieval(index))

@@ -64,7 +64,7 @@ def embed(
     Chunk and sentence texts the partition already had are looked up in a per-partition vector cache
     (``<data_root>/cache/vectors``), so re-indexing after an edit embeds only what changed.
     """
-    enc = encoder.get()
+    enc = encoder.get(storage.path / "index")  # a published index keeps its runtime
     cache = VectorCache(storage.path / "cache" / "vectors", enc.info.id())
     done = embed_all(
         enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size,

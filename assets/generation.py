@@ -46,7 +46,7 @@ def answers(
         questions = load_questions(Path(config.questions))
     except QuestionsError as exc:
         raise ValueError(f"{exc}; set the asset's config 'questions' to a readable JSON/JSONL file") from exc
-    index = Index.open(storage.path / "index", encoder=encoder.get())
+    index = Index.open(storage.path / "index", encoder=encoder.get(storage.path / "index"))
     gen = generator.get()
     t0 = time.perf_counter()
     step = max(1, len(questions) // 10)

@@ -109,7 +109,7 @@ def retrieval_index(
             "relation_vectors": relation_vectors, "cross_modal_links": cross_modal_links,
         },
     )  # fmt: skip
-    info = encoder.get().info
+    info = encoder.get(storage.path / "index").info
     spec = EncoderSpec.from_info(info)
     payload = payload_tables(
         documents, chunks, sentences, images, objects, document_entities, relations, cross_modal_links

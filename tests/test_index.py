@@ -107,7 +107,7 @@ def test_cli_matches_api(built: Built):
 
 def test_wrong_encoder_is_a_clear_error(built: Built, tiny_clip):
     # a real (tiny, random) CLIP saved and loaded by path: not the encoder the index was built with
-    with pytest.raises(EncoderMismatch, match=r"text:all-MiniLM-L6-v2:384 but the reader uses clip:"):
+    with pytest.raises(EncoderMismatch, match=r"text:all-MiniLM-L6-v2:384:onnx-int8 but the reader uses clip:"):
         Index.open(built.data / "index", encoder=tiny_clip)
 
 
@@ -298,3 +298,47 @@ def test_a_changed_link_alone_publishes_a_new_version(built: Built):
     assert {p: d for p, d in changed.items() if p != row["partition"]} == {
         p: d for p, d in parts.items() if p != row["partition"]
     }
+
+
+# -- encoder runtimes: a published index keeps the one it was built with ----------------------------------------
+
+
+def test_an_index_keeps_its_encoder_runtime_and_new_ones_get_onnx(tmp_path: Path):
+    """An index built on torch (as every index was before the ONNX runtime) stays on torch when its
+    partitions are re-embedded with the default runtime, so the publish is not refused for a changed
+    encoder and no partition lands in another space; a new index gets onnx-int8 on this CPU."""
+    from conftest import SAMPLE_CORPUS
+    from indexing import publish
+
+    from mmkg.index.manifest import published_encoder
+    from resources.encoder import EncoderResource
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS / "space", corpus / "space")
+
+    def index(data: Path, runtime: str) -> None:
+        instance = DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions("corpus", ["space"])
+        resources = {**default_resources(corpus, data), "encoder": EncoderResource(runtime=runtime)}
+        assert materialize(PARTITIONED, partition_key="space", instance=instance, resources=resources).success
+        publish(instance, resources)
+
+    old = tmp_path / "old"
+    index(old, "torch")
+    assert published_encoder(old / "index").id == "text:all-MiniLM-L6-v2:384"
+    doc = next((corpus / "space").glob("*.md"))
+    doc.write_text(doc.read_text() + "\n\nThe crew later toured schools across Ohio.\n")
+    index(old, "auto")  # re-indexed after the upgrade, with the default runtime
+    spec = published_encoder(old / "index")
+    assert spec.runtime == "torch" and spec.id == "text:all-MiniLM-L6-v2:384"
+    res = Index.open(old / "index").retrieve(text="The crew later toured schools across Ohio.", k=3)
+    assert res.chunks[0].source_path == f"space/{doc.name}"
+
+    new = tmp_path / "new"
+    index(new, "auto")
+    spec = published_encoder(new / "index")
+    assert spec.runtime == "onnx-int8" and spec.id == "text:all-MiniLM-L6-v2:384:onnx-int8"
+    reader = Index.open(new / "index")
+    assert reader.encoder.info.runtime == "onnx-int8"  # queries are embedded as the index was
+    assert reader.retrieve(text="Which mission did the first woman to command a Space Shuttle lead?",
+                           k=3).chunks[0].source_path == "space/eileen_collins.md"  # fmt: skip

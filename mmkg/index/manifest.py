@@ -24,11 +24,13 @@ class EncoderSpec(BaseModel):
     model: str
     dim: int
     normalized: bool = True
+    runtime: str = "torch"  # what computed the vectors (manifests written before runtimes: torch)
 
     @classmethod
     def from_info(cls, info: Any) -> EncoderSpec:
         """The spec of a loaded encoder (its ``info``), as a manifest records it."""
-        return cls(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized)
+        return cls(id=info.id(), backend=info.backend, model=info.model, dim=info.dim, normalized=info.normalized,
+                   runtime=info.runtime)  # fmt: skip
 
 
 class Manifest(BaseModel):
@@ -109,6 +111,14 @@ def check_version_name(name: str, where: str) -> str:
             "`mmkg index versions` and point CURRENT at one with `mmkg index rollback VERSION`"
         )
     return name
+
+
+def published_encoder(root: Path) -> EncoderSpec | None:
+    """The encoder of the version ``CURRENT`` names, or None when nothing readable is published there."""
+    try:
+        return Manifest.read(root / "versions" / current_version(root)).encoder
+    except (OSError, ValueError):
+        return None
 
 
 def current_version(root: Path) -> str:

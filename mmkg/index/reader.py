@@ -265,7 +265,8 @@ class Index:
         if track:
             mark_opened(root / "versions" / version)  # retention keeps what a reader opened lately (mmkg.index.gc)
         if encoder is None:
-            encoder = load_encoder(manifest.encoder.backend, manifest.encoder.model)
+            spec = manifest.encoder  # the runtime the index was built with embeds its queries
+            encoder = load_encoder(spec.backend, spec.model, runtime=spec.runtime)
         if encoder is not False:
             check_compatible(manifest.encoder.id, encoder)
         try:
