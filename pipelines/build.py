@@ -120,6 +120,13 @@ def _counts(data_root: Path, partitions: list[str]) -> tuple[int, int, int]:
     return docs, pages, chunks
 
 
+class _Parsers:
+    def close(self) -> None:
+        from mmkg.nlp import shutdown_parsers
+
+        shutdown_parsers()
+
+
 def build_index(
     corpus_root: Path,
     data_root: Path,
@@ -212,7 +219,11 @@ def build_index(
                 report.steps[ev.step_key] = report.steps.get(ev.step_key, 0.0) + secs
 
     t_all = time.perf_counter()
-    with PeakMemory() as mem, listening(on_event) if on_event else contextlib.nullcontext():
+    with (
+        PeakMemory() as mem,
+        listening(on_event) if on_event else contextlib.nullcontext(),
+        contextlib.closing(_Parsers()),  # workers are kept across partitions, stopped when the build ends
+    ):
         job = defs.resolve_job_def("index_partition")
         for i, key in enumerate(run_keys):
             if on_start:

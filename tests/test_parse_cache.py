@@ -84,3 +84,50 @@ def test_other_model_code_or_damaged_cache_parses_again(tmp_path: Path, monkeypa
     redo = parse_chunks(chunks, TITLES, MODEL, cache=cache, partition="p")
     assert redo.reused == 0
     _same(redo, parse_chunks(chunks, TITLES, MODEL))
+
+
+# -- parser workers kept across partitions ---------------------------------------------------------------------
+
+
+def _many_chunks(n: int) -> pl.DataFrame:
+    """Enough text for several work units, so a parse with two workers really goes to the pool."""
+    sentences = [t for parts in TEXTS.values() for t in parts]
+    return _chunks({f"d{i}": [f"{sentences[i % len(sentences)]} Entry {i} of the archive."] for i in range(n)})
+
+
+def test_parser_workers_are_kept_without_torch_and_replaced_when_killed():
+    import os
+    import signal
+
+    nlp.shutdown_parsers()
+    chunks = _many_chunks(300)
+    titles = {f"d{i}": f"Archive entry {i}" for i in range(300)}
+    try:
+        serial = parse_chunks(chunks, titles, MODEL, n_process=1)
+        first = parse_chunks(chunks, titles, MODEL, n_process=2)
+        _same(first, serial)  # the pool gives the rows a single process gives
+        pool = nlp.parser_pool(2, MODEL)
+        pids = set(pool._processes)  # the worker processes (CPython's ProcessPoolExecutor keeps them by pid)
+        # the CPU pipeline's workers never import torch (thinc falls back to numpy)
+        assert pool.submit(eval, "__import__('sys').modules.get('torch', 'absent')").result() is None
+        second = parse_chunks(chunks, titles, MODEL, n_process=2)
+        assert nlp.parser_pool(2, MODEL) is pool  # the same workers parsed the second partition
+        assert set(pool._processes) == pids and len(pids) == 2
+        _same(second, serial)
+
+        os.kill(next(iter(pids)), signal.SIGKILL)  # a worker dies (OOM killer, an operator): the next parse retries
+        third = parse_chunks(chunks, titles, MODEL, n_process=2)
+        _same(third, serial)
+        assert nlp.parser_pool(2, MODEL) is not pool
+    finally:
+        nlp.shutdown_parsers()
+    assert nlp._POOLS == {}
+
+
+def test_pipelines_that_run_on_torch_keep_it(tmp_path: Path):
+    assert nlp.pipeline_needs_torch(MODEL) is False
+    trf = tmp_path / "en_trf_like"
+    trf.mkdir()
+    (trf / "config.cfg").write_text('[components.transformer]\nfactory = "transformer"\n')
+    assert nlp.pipeline_needs_torch(str(trf)) is True
+    assert nlp.pipeline_needs_torch("no_such_pipeline_installed") is True  # unknown: do not take torch away
