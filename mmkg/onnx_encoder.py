@@ -53,6 +53,7 @@ from mmkg.encoders import (
 log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = 1  # bump when the export below changes what it writes
+MAX_BATCH_TOKENS = 512  # padded tokens per forward pass (see OnnxTextEncoder._batches)
 OPSET = 17
 _MODULES = {
     "sentence_transformers.models.Transformer": "transformer",
@@ -259,6 +260,7 @@ class OnnxTextEncoder(SurrogateTextImages):
             source = _cached_snapshot(source)
         self.max_chars = int(max_chars)
         self.runtime = runtime
+        self.max_batch_tokens = MAX_BATCH_TOKENS
         self._cache_root = cache_root
         self.layout = SentenceModel.read(Path(source))
         self.tokenizer = _tokenizer(self.layout)
@@ -291,8 +293,8 @@ class OnnxTextEncoder(SurrogateTextImages):
             )
         return twin
 
-    def _run_batch(self, encodings: list) -> np.ndarray:
-        """Pooled (not yet normalized) vectors of one batch of tokenized texts, padded to its longest."""
+    def _hidden(self, encodings: list) -> tuple[np.ndarray, np.ndarray]:
+        """Token vectors ``(batch, tokens, dim)`` and the attention mask of one batch, padded to its longest."""
         width = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), width), np.int64)
         mask = np.zeros_like(ids)
@@ -300,32 +302,78 @@ class OnnxTextEncoder(SurrogateTextImages):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(None, {name: feeds[name] for name in self._inputs})[0]
+        return self.session.run(None, {name: feeds[name] for name in self._inputs})[0], mask
+
+    def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         if self.layout.pooling == "cls":
             return hidden[:, 0, :]
         weights = mask[..., None].astype(hidden.dtype)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
 
-    def encode_text(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """Embed texts in batches of similar token length; rows are unit length and follow input order."""
-        items = _check_texts(texts)
+    def _run_batch(self, encodings: list) -> np.ndarray:
+        """Pooled (not yet normalized) vectors of one batch of tokenized texts."""
+        return self._pool(*self._hidden(encodings))
+
+    def _batches(self, items: list[str], batch_size: int) -> Iterator[tuple[np.ndarray, list]]:
+        """(rows, encodings) batches of similar token length, longest first, within a token budget.
+
+        A batch holds at most ``batch_size`` texts and at most ``max_batch_tokens`` padded tokens.
+        Measured on one 2Wiki partition against batches of 64: chunks (~256 tokens, so 2 per batch)
+        2.03 s instead of 3.70 s, sentences 1.64 s instead of 2.38 s, entity names (64 per batch
+        either way) unchanged, and 51 MiB of activations instead of 1,037 MiB (onnxruntime's arena
+        keeps its largest batch). Budgets of 256 to 2,048 tokens were within 20 % of each other.
+        """
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if not items:
-            return np.zeros((0, self.info.dim), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(items)
         # longest first: a batch too large for memory fails at once; sorting by tokens, not characters,
         # pads 2Wiki sentences to 37k tokens instead of 50k (31k real)
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        out: np.ndarray | None = None
-        for start in range(0, len(items), batch_size):
-            rows = order[start : start + batch_size]
-            vectors = self._run_batch([encodings[i] for i in rows])
-            if out is None:
-                out = np.zeros((len(items), vectors.shape[1]), np.float32)
-            out[rows] = vectors
-        assert out is not None
+        start = 0
+        while start < len(order):
+            longest = max(1, len(encodings[order[start]].ids))
+            size = max(1, min(batch_size, self.max_batch_tokens // longest))
+            rows = order[start : start + size]
+            yield rows, [encodings[i] for i in rows]
+            start += size
+
+    def encode_text(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed texts in batches of similar token length; rows are unit length and follow input order."""
+        items = _check_texts(texts)
+        out = np.zeros((len(items), self.info.dim), np.float32)
+        for rows, encodings in self._batches(items, batch_size):
+            out[rows] = self._run_batch(encodings)
         return l2_normalize(out)
+
+    def encode_with_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], batch_size: int = 64
+    ) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Each text's vector and, from the same forward pass, a vector per character span of it.
+
+        A span's vector is the mean of the token vectors whose characters lie inside it, read off the
+        text's own pass ("late chunking"): a chunk's sentences cost no second pass, and each sees its
+        chunk as context. A span whose tokens were truncated away (past ``max_seq_length``) or that
+        holds no token gets None, for the caller to embed on its own. Rows are unit length.
+        """
+        items = _check_texts(texts)
+        if len(spans) != len(items):
+            raise ValueError(f"{len(items)} texts but {len(spans)} span lists")
+        if self.layout.pooling != "mean":
+            raise ValueError("span vectors need a mean-pooled model; this one pools the CLS token")
+        text_vectors = np.zeros((len(items), self.info.dim), np.float32)
+        span_vectors: list[np.ndarray | None] = [None] * sum(len(s) for s in spans)
+        first = np.cumsum([0, *(len(s) for s in spans)])
+        for rows, encodings in self._batches(items, batch_size):
+            hidden, mask = self._hidden(encodings)
+            text_vectors[rows] = self._pool(hidden, mask)
+            for b, (row, enc) in enumerate(zip(rows, encodings, strict=True)):
+                offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+                real = (np.asarray(enc.special_tokens_mask) == 0) & (offsets[:, 1] > offsets[:, 0])
+                for j, (lo, hi) in enumerate(spans[row]):
+                    inside = real & (offsets[:, 0] >= lo) & (offsets[:, 1] <= hi)
+                    if inside.any():
+                        span_vectors[first[row] + j] = l2_normalize(hidden[b, : len(inside)][inside].mean(axis=0))
+        return l2_normalize(text_vectors), span_vectors
 
 
 def _cached_snapshot(model_id: str) -> str:

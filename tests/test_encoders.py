@@ -483,3 +483,67 @@ def test_reader_embeds_queries_with_the_runtime_its_index_was_built_with(tmp_pat
                            env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
     assert out.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "True"]
     assert again.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]
+
+
+def test_span_vectors_come_from_the_texts_own_pass(onnx_int8):
+    text = "Grace Hopper joined the Harvard Mark I team. She later led the COBOL effort."
+    first, second = (0, 44), (45, len(text))
+    vecs, spans = onnx_int8.encode_with_spans([text, "Espresso."], [[first, second], []])
+    np.testing.assert_allclose(vecs, onnx_int8.encode_text([text, "Espresso."]), atol=1e-5)  # same batch, same pass
+    a, b = spans
+    assert_unit_rows(np.stack([a, b]), 2, 384)
+    alone = onnx_int8.encode_text([text[slice(*first)], text[slice(*second)]])
+    # a sentence pooled in its context stays nearest to itself read alone, not to its neighbour
+    assert float(a @ alone[0]) > float(a @ alone[1]) and float(b @ alone[1]) > float(b @ alone[0])
+    # a span past max_seq_length (truncated away) or holding no token comes back as None
+    long = "word " * 400 + "Last sentence here."
+    _, (tail, empty) = onnx_int8.encode_with_spans([long], [[(len(long) - 19, len(long)), (3, 3)]])
+    assert tail is None and empty is None
+    with pytest.raises(ValueError, match="2 texts but 1 span lists"):
+        onnx_int8.encode_with_spans(["a", "b"], [[]])
+
+
+def test_sentence_vectors_from_the_chunk_pass_and_the_cache(onnx_int8, tmp_path: Path):
+    import polars as pl
+
+    from mmkg.embedding import VectorCache, encode_chunks_and_sentences
+
+    one, two = "Grace Hopper joined the Harvard Mark I team.", "She later led COBOL."
+    three = "Espresso came from Milan."
+    documents = pl.DataFrame({"doc_id": ["d1", "d2"], "title": ["Computing pioneers", "Espresso"]})
+    chunks = pl.DataFrame({"chunk_id": ["c1", "c2"], "doc_id": ["d1", "d2"], "char_start": [100, 0],
+                           "text": [f"{one} {two}", three]})  # fmt: skip
+    sentences = pl.DataFrame({  # the second chunk's sentence first: table order is kept
+        "sentence_id": ["s3", "s1", "s2"], "chunk_id": ["c2", "c1", "c1"],
+        "char_start": [0, 100, 101 + len(one)], "char_end": [len(three), 100 + len(one), 101 + len(one) + len(two)],
+    })  # fmt: skip
+    cache = VectorCache(tmp_path, onnx_int8.info.id())
+    (cv, c_reused), (sv, s_reused), _ = encode_chunks_and_sentences(onnx_int8, chunks, documents, sentences, 8,
+                                                                     cache, "p")  # fmt: skip
+    assert c_reused == 0 and s_reused == 0 and cv.shape == (2, 384) and sv.shape == (3, 384)
+    # what the chunk pass sees: the title leads the first chunk (it does not start with it), not the second
+    first = f"Computing pioneers\n{one} {two}"
+    lo = len("Computing pioneers\n")
+    expected_cv, spans = onnx_int8.encode_with_spans(
+        [first, three], [[(lo, lo + len(one)), (lo + len(one) + 1, len(first))], [(0, len(three))]]
+    )
+    np.testing.assert_allclose(cv, expected_cv, atol=1e-5)
+    np.testing.assert_allclose(sv, np.stack([spans[2], spans[0], spans[1]]), atol=1e-5)
+    (cv2, c_reused), (sv2, s_reused), _ = encode_chunks_and_sentences(onnx_int8, chunks, documents, sentences, 8,
+                                                                       cache, "p")  # fmt: skip
+    assert (c_reused, s_reused) == (2, 3)  # nothing embedded again
+    np.testing.assert_array_equal(sv2, sv)
+    np.testing.assert_array_equal(cv2, cv)
+
+
+def test_batches_keep_to_a_token_budget(onnx_int8):
+    long, short = "Grace Hopper joined the Harvard Mark I team in 1944. " * 30, "Espresso."
+    texts = [short] * 100 + [long] * 5
+    batches = [(rows, encs) for rows, encs in onnx_int8._batches(texts, 64)]
+    assert sorted(int(r) for rows, _ in batches for r in rows) == list(range(len(texts)))  # every text once
+    for rows, encs in batches:
+        padded = len(rows) * max(len(e.ids) for e in encs)
+        assert padded <= onnx_int8.max_batch_tokens or len(rows) == 1
+        assert len(rows) <= 64
+    # 256-token texts go two at a time (budget 512; the fifth shares with a short one), short ones 64 at a time
+    assert [len(rows) for rows, _ in batches] == [2, 2, 2, 64, 35]
