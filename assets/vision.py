@@ -216,16 +216,16 @@ def cross_modal_links(
     objects: pl.DataFrame,
 ):
     t0 = time.perf_counter()
-    # CMEL thresholds cosines calibrated on float vectors: a quantized encoder lends its float32 twin
-    enc = exact_encoder(encoder.get(storage.path / "index"))
-    nlp = load_pipeline(spacy.model)
+    enc = encoder.get(storage.path / "index")
     params = CmelParams()
     # the paper's LLM alignment within the chosen cluster runs when a generation backend is configured
     choose = llm_chooser(generator.get()) if generator.backend != "extractive" else None
     links = link_partition(
         context.partition_key, images, chunks, entity_mentions, entities, relations, image_text, objects,
-        lambda texts: enc.encode_text(texts, batch_size=encoder.batch_size), params,
-        lambda caption: [e.text for e in nlp(caption).ents], choose,
+        # CMEL thresholds cosines calibrated on float vectors: a quantized encoder lends its float32 twin
+        lambda texts: exact_encoder(enc).encode_text(texts, batch_size=encoder.batch_size), params,
+        # spaCy (and torch, through thinc) only loads for a partition with captions to read
+        lambda caption: [e.text for e in load_pipeline(spacy.model)(caption).ents], choose,
     )  # fmt: skip
     seconds = time.perf_counter() - t0
     aligned = links.filter(pl.col("entity_key").is_not_null())
