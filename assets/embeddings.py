@@ -69,6 +69,7 @@ def embed(
     done = embed_all(
         enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size,
         cache=cache, partition=context.partition_key, document_entities=document_entities, relations=relations,
+        sentences_from_chunks=encoder.sentence_vectors == "chunk_pass",
     )  # fmt: skip
     for gran, name in OUTS.items():
         e = done[gran]
@@ -88,5 +89,6 @@ def embed(
                 "seconds": MetadataValue.float(round(e.seconds, 3)),
                 "rows_per_second": MetadataValue.float(round(rate, 1)),
                 "reused_from_cache": e.reused,
+                **({"made_by": encoder.sentence_vectors} if gran == "sentences" else {}),
             },
         )

@@ -169,6 +169,86 @@ def encode_cached(
     return out, len(texts) - len(missing)
 
 
+def sentence_spans(chunks: pl.DataFrame, texts: list[str], sentences: pl.DataFrame) -> list[list[tuple[int, int]]]:
+    """Each chunk's sentences as character spans of its embedded text (``chunk_texts``: the title may lead),
+    in ``sentences`` row order within each chunk."""
+    start = dict(zip(chunks["chunk_id"].to_list(), chunks["char_start"].to_list(), strict=True))
+    shift = {cid: len(t) - len(c) for cid, t, c in zip(chunks["chunk_id"].to_list(), texts, chunks["text"].to_list(),
+                                                       strict=True)}  # fmt: skip
+    spans: dict[str, list[tuple[int, int]]] = {cid: [] for cid in start}
+    for cid, lo, hi in sentences.select("chunk_id", "char_start", "char_end").iter_rows():
+        if cid in spans:
+            off = shift[cid] - start[cid]
+            spans[cid].append((lo + off, hi + off))
+    return [spans[cid] for cid in chunks["chunk_id"].to_list()]
+
+
+def encode_chunks_and_sentences(
+    encoder: Encoder,
+    chunks: pl.DataFrame,
+    documents: pl.DataFrame,
+    sentences: pl.DataFrame,
+    batch_size: int,
+    cache: VectorCache | None,
+    partition: str | None,
+) -> tuple[tuple[np.ndarray, int], tuple[np.ndarray, int], float]:
+    """Chunk vectors and sentence vectors from one forward pass per chunk (``encode_with_spans``).
+
+    A sentence's vector is its tokens' mean within its chunk's pass; sentences the pass truncated
+    away are embedded alone. With a cache, a chunk whose vector and sentence vectors are all cached
+    (keyed by the chunk's text and the sentence's span in it) costs nothing. Returns (chunk vectors,
+    reused), (sentence vectors in ``sentences`` order, reused) and the seconds spent on lone sentences.
+    """
+    dim = encoder.info.dim
+    texts = chunk_texts(chunks, documents)
+    spans = sentence_spans(chunks, texts, sentences)
+    chunk_keys = [VectorCache.key(t) for t in texts]
+    span_keys = [[VectorCache.key(f"{key}|{lo}:{hi}") for lo, hi in chunk_spans]
+                 for key, chunk_spans in zip(chunk_keys, spans, strict=True)]  # fmt: skip
+    known_chunks = cache.load("chunks", partition, dim) if cache and partition else {}
+    known_spans = cache.load("sentences_in_chunks", partition, dim) if cache and partition else {}
+    todo = [i for i, key in enumerate(chunk_keys)
+            if key not in known_chunks or any(k not in known_spans for k in span_keys[i])]  # fmt: skip
+    lone: list[tuple[str, str]] = []  # (span key, sentence text) of sentences the pass truncated away
+    if todo:
+        vecs, span_vecs = encoder.encode_with_spans([texts[i] for i in todo], [spans[i] for i in todo], batch_size)
+        flat = iter(span_vecs)
+        chunk_text = chunks["text"].to_list()
+        for row, i in enumerate(todo):
+            known_chunks[chunk_keys[i]] = vecs[row]
+            for key, (lo, hi) in zip(span_keys[i], spans[i], strict=True):
+                vec = next(flat)
+                if vec is None:
+                    lone.append((key, texts[i][lo:hi] or chunk_text[i]))
+                else:
+                    known_spans[key] = vec
+    t0 = time.perf_counter()
+    if lone:
+        for (key, _), vec in zip(lone, encode_distinct(encoder, [t for _, t in lone], batch_size), strict=True):
+            known_spans[key] = vec
+    lone_s = time.perf_counter() - t0
+    chunk_out = np.stack([known_chunks[k] for k in chunk_keys]) if chunk_keys else np.zeros((0, dim), np.float32)
+    # sentences in table order: look each up by its chunk and position among the chunk's sentences
+    position: dict[str, int] = {}
+    row_of = {cid: i for i, cid in enumerate(chunks["chunk_id"].to_list())}
+    sentence_out = np.zeros((sentences.height, dim), np.float32)
+    for n, cid in enumerate(sentences["chunk_id"].to_list()):
+        j = position.get(cid, 0)
+        position[cid] = j + 1
+        sentence_out[n] = known_spans[span_keys[row_of[cid]][j]]
+    if cache and partition:
+        try:
+            cache.save("chunks", partition, chunk_keys, chunk_out)
+            cache.save("sentences_in_chunks", partition, [k for keys in span_keys for k in keys],
+                       np.stack([known_spans[k] for keys in span_keys for k in keys]) if sentences.height
+                       else np.zeros((0, dim), np.float32))  # fmt: skip
+        except OSError as exc:  # a cache that cannot be written only costs the next run time
+            warnings.warn(f"vector cache not written under {cache.folder}: {exc}", stacklevel=2)
+    reused_chunks = len(chunk_keys) - len(todo)
+    reused_sentences = sentences.height - sum(len(spans[i]) for i in todo)
+    return (chunk_out, reused_chunks), (sentence_out, reused_sentences), lone_s
+
+
 def vectors_frame(ids: list[str], meta: pl.DataFrame, id_col: str, vecs: np.ndarray, dim: int) -> pl.DataFrame:
     """(id, partition, doc_id, vector) in the order of ``ids``; ``meta`` gives partition and doc_id per id."""
     base = pl.DataFrame({id_col: ids}, schema={id_col: pl.String})
@@ -226,6 +306,7 @@ def embed_all(
     partition: str | None = None,
     document_entities: pl.DataFrame | None = None,
     relations: pl.DataFrame | None = None,
+    sentences_from_chunks: bool = False,
 ) -> dict[str, Embedded]:
     """Vectors of every granularity; with a ``cache`` and ``partition``, unchanged texts are not re-encoded.
 
@@ -243,19 +324,36 @@ def embed_all(
         return Embedded(vectors_frame(ids, meta, id_col, vecs, dim), time.perf_counter() - t, reused)
 
     image_ids, image_in = image_inputs(images, image_text, objects, chunks, documents, data_root)
+    if sentences_from_chunks and hasattr(encoder, "encode_with_spans") and chunks.height:
+        t = time.perf_counter()
+        (chunk_vecs, chunks_reused), (sentence_vecs, sentences_reused), lone_s = encode_chunks_and_sentences(
+            encoder, chunks, documents, sentences, batch_size, cache, partition
+        )
+        pass_s = time.perf_counter() - t - lone_s
+        text_out = {
+            "chunks": Embedded(vectors_frame(chunks["chunk_id"].to_list(), chunks, "chunk_id", chunk_vecs, dim),
+                               pass_s, chunks_reused),
+            "sentences": Embedded(vectors_frame(sentences["sentence_id"].to_list(), sentences, "sentence_id",
+                                                sentence_vecs, dim), lone_s, sentences_reused),
+        }  # fmt: skip
+    else:
+        text_out = {
+            "chunks": timed(
+                chunks["chunk_id"].to_list(),
+                chunks,
+                "chunk_id",
+                lambda: encode_cached(encoder, chunk_texts(chunks, documents), batch_size, cache, "chunks", partition),
+            ),
+            "sentences": timed(
+                sentences["sentence_id"].to_list(),
+                sentences,
+                "sentence_id",
+                lambda: encode_cached(encoder, sentences["text"].to_list(), batch_size, cache, "sentences",
+                                      partition),
+            ),
+        }  # fmt: skip
     out = {
-        "chunks": timed(
-            chunks["chunk_id"].to_list(),
-            chunks,
-            "chunk_id",
-            lambda: encode_cached(encoder, chunk_texts(chunks, documents), batch_size, cache, "chunks", partition),
-        ),
-        "sentences": timed(
-            sentences["sentence_id"].to_list(),
-            sentences,
-            "sentence_id",
-            lambda: encode_cached(encoder, sentences["text"].to_list(), batch_size, cache, "sentences", partition),
-        ),
+        **text_out,
         "images": timed(image_ids, images, "image_id", lambda: (encoder.encode_images(image_in, batch_size), 0)),
         "objects": timed(
             objects["object_id"].to_list(),

