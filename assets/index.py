@@ -4,7 +4,19 @@ import time
 
 import numpy as np
 import polars as pl
-from dagster import AssetExecutionContext, AssetIn, Failure, MaterializeResult, MetadataValue, Output, asset
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AssetKey,
+    AssetRecordsFilter,
+    DagsterEventType,
+    DagsterInstance,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    Output,
+    asset,
+)
 
 from assets._metadata import OWNERS, degree_plot, preview
 from assets.checks import failed_blocking_checks
@@ -98,6 +110,7 @@ def retrieval_index(
     relation_vectors: pl.DataFrame,
     cross_modal_links: pl.DataFrame,
 ) -> MaterializeResult:
+    info = encoder.get(storage.path / "index").info
     _refuse_broken_inputs(
         context,
         graph,
@@ -108,8 +121,8 @@ def retrieval_index(
             "relations": relations, "document_entity_vectors": document_entity_vectors,
             "relation_vectors": relation_vectors, "cross_modal_links": cross_modal_links,
         },
+        info.id(),
     )  # fmt: skip
-    info = encoder.get(storage.path / "index").info
     spec = EncoderSpec.from_info(info)
     payload = payload_tables(
         documents, chunks, sentences, images, objects, document_entities, relations, cross_modal_links
@@ -148,12 +161,41 @@ def retrieval_index(
     )
 
 
-def _refuse_broken_inputs(context: AssetExecutionContext, graph: Graph, tables: dict[str, pl.DataFrame]) -> None:
-    """Never publish a broken index: re-validate the inputs, and honour failed blocking checks upstream."""
+def recorded_encoders(instance: DagsterInstance, partitions: list[str]) -> dict[str, str]:
+    """The encoder id each partition's latest ``chunk_vectors`` materialization recorded (``embed``'s metadata)."""
+    key = AssetKey("chunk_vectors")
+    ids = instance.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION, set(partitions))
+    if not ids:
+        return {}
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=key, storage_ids=list(ids.values())), limit=len(ids)
+    ).records
+    return {
+        r.asset_materialization.partition: str(r.asset_materialization.metadata["encoder"].value)
+        for r in records
+        if r.asset_materialization is not None
+        and r.asset_materialization.partition
+        and "encoder" in r.asset_materialization.metadata
+    }
+
+
+def _refuse_broken_inputs(
+    context: AssetExecutionContext, graph: Graph, tables: dict[str, pl.DataFrame], encoder_id: str
+) -> None:
+    """Never publish a broken index: re-validate the inputs, honour failed blocking checks upstream, and
+    refuse vectors of partitions embedded by another encoder than the one this publish records."""
     t0 = time.perf_counter()
     failures = [f"{f.label()}: {f.description}" for f in validation.validate_publish_inputs(tables, graph)]
     partitions = context.instance.get_dynamic_partitions(corpus_partitions.name)
     failures += [f"{c}: latest evaluation failed" for c in failed_blocking_checks(context.instance, partitions)]
+    other = {p: e for p, e in recorded_encoders(context.instance, partitions).items() if e != encoder_id}
+    if other:
+        shown = ", ".join(f"{p} ({e})" for p, e in sorted(other.items())[:5])
+        failures.append(
+            f"vectors of {len(other)} partition(s) were made by another encoder than this publish's {encoder_id}: "
+            f"{shown}; re-run those partitions with the same encoder (`mmkg index build --force`), or set the "
+            "encoder resource (MMKG_TEXT_RUNTIME) back to the one they were made with"
+        )
     context.log.info(f"validated {len(partitions)} partitions' inputs in {time.perf_counter() - t0:.2f}s")
     if failures:
         raise Failure(

@@ -564,7 +564,7 @@ def _text_encoder(model: str, device: str, runtime: str) -> Encoder:
 
 
 def _clip_encoder(model: str, device: str, runtime: str) -> Encoder:
-    if resolve_runtime(runtime, device) != "torch" and (runtime or "auto").strip().lower() != "auto":
+    if (runtime or "auto").strip().lower() not in ("auto", "torch"):
         raise ValueError(f"the clip backend runs on torch only; got runtime {runtime!r}")
     return ClipEncoder(model, device=device)
 

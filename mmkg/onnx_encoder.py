@@ -242,7 +242,8 @@ class OnnxTextEncoder(SurrogateTextImages):
 
     ``runtime``: ``onnx-int8`` (int8 weights, the CPU default) or ``onnx`` (float32, the torch vectors).
     Texts are tokenized with the model's own fast tokenizer, truncated at its ``max_seq_length``,
-    sorted by length and padded per batch, so short texts do not pay for long ones.
+    sorted by token count and cut into batches of at most ``max_batch_tokens`` padded tokens
+    (``_batches``), so short texts do not pay for long ones and long ones do not fill memory.
     """
 
     def __init__(

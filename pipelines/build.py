@@ -18,7 +18,7 @@ import contextlib
 import json
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,10 +120,14 @@ def _counts(data_root: Path, partitions: list[str]) -> tuple[int, int, int]:
     return docs, pages, chunks
 
 
-class _Parsers:
-    def close(self) -> None:
-        from mmkg.nlp import shutdown_parsers
+@contextlib.contextmanager
+def _parser_workers() -> Iterator[None]:
+    """Parser workers live across the build's partitions (``mmkg.nlp.parser_pool``) and stop at its end."""
+    from mmkg.nlp import shutdown_parsers
 
+    try:
+        yield
+    finally:
         shutdown_parsers()
 
 
@@ -222,7 +226,7 @@ def build_index(
     with (
         PeakMemory() as mem,
         listening(on_event) if on_event else contextlib.nullcontext(),
-        contextlib.closing(_Parsers()),  # workers are kept across partitions, stopped when the build ends
+        _parser_workers(),
     ):
         job = defs.resolve_job_def("index_partition")
         for i, key in enumerate(run_keys):

@@ -342,3 +342,30 @@ def test_an_index_keeps_its_encoder_runtime_and_new_ones_get_onnx(tmp_path: Path
     assert reader.encoder.info.runtime == "onnx-int8"  # queries are embedded as the index was
     assert reader.retrieve(text="Which mission did the first woman to command a Space Shuttle lead?",
                            k=3).chunks[0].source_path == "space/eileen_collins.md"  # fmt: skip
+
+
+def test_a_publish_refuses_partitions_embedded_by_another_encoder(tmp_path: Path):
+    """Vectors made by two runtimes must never be published as one space: the publish names the odd partition."""
+    from conftest import SAMPLE_CORPUS
+
+    from assets.index import recorded_encoders
+    from resources.encoder import EncoderResource
+
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    for name in ("space", "computing_history"):
+        shutil.copytree(SAMPLE_CORPUS / name, corpus / name)
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("corpus", ["space", "computing_history"])
+    for key, runtime in (("space", "torch"), ("computing_history", "onnx-int8")):
+        resources = {**default_resources(corpus, data), "encoder": EncoderResource(runtime=runtime)}
+        assert materialize(PARTITIONED, partition_key=key, instance=instance, resources=resources).success
+    assert recorded_encoders(instance, ["space", "computing_history"]) == {
+        "space": "text:all-MiniLM-L6-v2:384", "computing_history": "text:all-MiniLM-L6-v2:384:onnx-int8"}  # fmt: skip
+    result = materialize(PARTITIONED + GLOBAL, instance=instance, resources=resources, selection=GLOBAL,
+                         raise_on_error=False)  # fmt: skip
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure and e.step_key == "retrieval_index")
+    message = failure.event_specific_data.error.message
+    assert "vectors of 1 partition(s) were made by another encoder" in message
+    assert "space (text:all-MiniLM-L6-v2:384)" in message and "mmkg index build --force" in message
+    assert not (data / "index" / "CURRENT").exists()  # nothing was published
