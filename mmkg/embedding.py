@@ -1,7 +1,8 @@
 """What each granularity is embedded from.
 
 Chunks carry their document title (an encyclopedic passage rarely repeats its subject's name),
-sentences are embedded as they are, images through their pixels (CLIP) or, with the text
+sentences are embedded as they are (or, opt-in, pooled from their chunk's pass:
+``encode_chunks_and_sentences``), images through their pixels (CLIP) or, with the text
 encoder, through what can be read about them: OCR text, alt text, the entities grounded in them,
 the document title and the text around them. Object crops likewise: the entity they ground and
 the text read in them.

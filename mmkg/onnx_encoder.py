@@ -10,10 +10,12 @@ all-MiniLM-L6-v2 by default): nothing is downloaded. ``torch.onnx.export`` write
 (inputs → ``last_hidden_state``); for ``onnx-int8`` onnxruntime's dynamic quantization then stores
 the weights of every MatMul and Gemm per output channel in int8 (per-tensor int8 costs too much:
 cosine 0.95 mean, 0.91 min). Pooling (mean or CLS, as the model's ``1_Pooling`` config says) and
-ℓ2 normalization run here, in numpy. The exported file is cached under ``MMKG_MODEL_CACHE``
-(default ``~/.cache/mmkg/models``) in a folder named by the model's weights digest, the runtime and
-the versions of torch, onnx and onnxruntime, so a different model or library version never reuses it;
-it is written to a temporary name and renamed, so a killed export leaves nothing that looks complete.
+ℓ2 normalization run here, in numpy. The exported files are cached under ``MMKG_MODEL_CACHE``
+(default ``~/.cache/mmkg/models``) in a folder named by the model's weights digest and the versions
+of torch, transformers, onnx and onnxruntime (``model.onnx``, ``model_int8.onnx``), so a different
+model or library version never reuses them; each is written to a temporary name and renamed, so a
+killed export leaves nothing that looks complete. Texts go through in batches of at most 512 padded
+tokens (``OnnxTextEncoder._batches``).
 
 Why not sentence-transformers' ``backend="onnx"``: it exports and quantizes through optimum, a
 dependency stack (optimum, optimum-onnx) this project does not otherwise need and whose pins follow
@@ -157,7 +159,13 @@ def exported_model(model: SentenceModel, runtime: str, cache_root: Path | None =
     target = folder / ("model_int8.onnx" if runtime == "onnx-int8" else "model.onnx")
     if target.exists():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EncoderLoadError(
+            f"cannot write the ONNX export of {model.folder} under {folder} ({exc}); set MMKG_MODEL_CACHE to a "
+            "writable folder, or use text runtime 'torch' (MMKG_TEXT_RUNTIME=torch)"
+        ) from exc
     fp32 = folder / "model.onnx"
     if not fp32.exists():
         with _temporary(folder, ".onnx") as tmp:

@@ -547,3 +547,12 @@ def test_batches_keep_to_a_token_budget(onnx_int8):
         assert len(rows) <= 64
     # 256-token texts go two at a time (budget 512; the fifth shares with a short one), short ones 64 at a time
     assert [len(rows) for rows, _ in batches] == [2, 2, 2, 64, 35]
+
+
+def test_onnx_export_to_an_unwritable_cache_says_what_to_set(tmp_path: Path):
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    with pytest.raises(EncoderLoadError, match=r"cannot write the ONNX export.*MMKG_MODEL_CACHE"):
+        OnnxTextEncoder(runtime="onnx-int8", cache_root=blocker / "models")
