@@ -67,7 +67,7 @@ def embed(
     enc = encoder.get(storage.path / "index")  # a published index keeps its runtime
     cache = VectorCache(storage.path / "cache" / "vectors", enc.info.id())
     done = embed_all(
-        enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_size,
+        enc, documents, chunks, sentences, images, image_text, objects, storage.path, encoder.batch_for(enc),
         cache=cache, partition=context.partition_key, document_entities=document_entities, relations=relations,
         sentences_from_chunks=encoder.sentence_vectors == "chunk_pass",
     )  # fmt: skip

@@ -223,7 +223,7 @@ def cross_modal_links(
     links = link_partition(
         context.partition_key, images, chunks, entity_mentions, entities, relations, image_text, objects,
         # CMEL thresholds cosines calibrated on float vectors: a quantized encoder lends its float32 twin
-        lambda texts: exact_encoder(enc).encode_text(texts, batch_size=encoder.batch_size), params,
+        lambda texts: exact_encoder(enc).encode_text(texts, batch_size=encoder.batch_for(enc)), params,
         # spaCy (and torch, through thinc) only loads for a partition with captions to read
         lambda caption: [e.text for e in load_pipeline(spacy.model)(caption).ents], choose,
     )  # fmt: skip

@@ -130,6 +130,7 @@ class PPRGraph:
         if key not in self._cache:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                warnings.filterwarnings("ignore", message="Sparse invariant checks are implicitly disabled")
                 self._cache[key] = torch.sparse_csr_tensor(
                     torch.from_numpy(self.W.indptr.astype(np.int64)),
                     torch.from_numpy(self.W.indices.astype(np.int64)),

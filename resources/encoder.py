@@ -27,12 +27,20 @@ class EncoderResource(ConfigurableResource):
         description="Text backend runtime: auto (onnx-int8 on CPU, torch on CUDA) | torch | onnx | onnx-int8 "
         "(MMKG_TEXT_RUNTIME).",
     )
-    batch_size: int = Field(default=64, ge=1)
+    batch_size: int = Field(
+        default=0, ge=0, description="Texts per encoder batch; 0: by device (256 on CUDA, 64 elsewhere)."
+    )
     sentence_vectors: str = Field(
         default=get_settings().sentence_vectors,
         description="separate (a pass per sentence) | chunk_pass (pooled from the chunk's pass; ONNX runtimes "
         "only) (MMKG_SENTENCE_VECTORS).",
     )
+
+    def batch_for(self, enc) -> int:
+        """The configured batch size, or ``mmkg.encoders.default_batch_size`` for this encoder's device."""
+        from mmkg.encoders import default_batch_size
+
+        return self.batch_size or default_batch_size(enc)
 
     def get(self, index_root: Path | None = None):
         """The loaded encoder, loaded once per process.
