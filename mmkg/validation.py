@@ -8,7 +8,8 @@ over everything it is about to publish, and downstream jobs can call them on tab
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -454,13 +455,37 @@ def smoke_probes(chunks: pl.DataFrame, per_partition: int = 1) -> pl.DataFrame:
     )
 
 
-def smoke_retrieval(index: Any, k: int = 5, per_partition: int = 1, max_chars: int = 500) -> CheckResult:
+def smoke_partitions(
+    partitions: Collection[str], changed: Collection[str] | None, version: str, unchanged: int = 3
+) -> list[str]:
+    """The partitions a smoke retrieval probes: every one when ``changed`` is None (no earlier version to
+    compare with), else those whose content changed plus up to ``unchanged`` others.
+
+    The others are a different few each version (ordered by a hash of version and partition), so over
+    successive publishes every partition is probed again, while re-indexing one record queries a
+    handful of partitions instead of all of them (20 queries were 2.2 s of a 15 s 2Wiki re-index).
+    """
+    if changed is None:
+        return sorted(partitions)
+    rest = sorted(
+        (p for p in partitions if p not in changed),
+        key=lambda p: hashlib.blake2b(f"{version}/{p}".encode(), digest_size=8).digest(),
+    )
+    return sorted([p for p in partitions if p in changed] + rest[:unchanged])
+
+
+def smoke_retrieval(
+    index: Any, k: int = 5, per_partition: int = 1, max_chars: int = 500, partitions: Collection[str] | None = None
+) -> CheckResult:
     """Query the opened index with a few chunks' own text; each must come back in the top ``k``.
 
-    ``index`` is an ``mmkg.index.Index`` (its ``chunks`` payload supplies the probes).
+    ``index`` is an ``mmkg.index.Index`` (its ``chunks`` payload supplies the probes); ``partitions``
+    limits the probes to those partitions (``smoke_partitions``), all by default.
     """
     probes = smoke_probes(index.chunks, per_partition)
-    if probes.is_empty():
+    if partitions is not None:
+        probes = probes.filter(pl.col("partition").is_in(list(partitions)))
+    if probes.is_empty() and index.chunks.is_empty():
         return _result("smoke_retrieval", ["the index holds no chunks"], "", None)
     problems, ranks = [], []
     for chunk_id, partition, text in probes.iter_rows():
@@ -474,7 +499,8 @@ def smoke_retrieval(index: Any, k: int = 5, per_partition: int = 1, max_chars: i
     return _result(
         "smoke_retrieval",
         problems,
-        f"{len(ranks)} chunk(s) found by their own text in version {index.version} (ranks {ranks})",
+        f"{len(ranks)} chunk(s) found by their own text in version {index.version} (ranks {ranks})"
+        + (f"; partitions probed: {', '.join(sorted(set(probes['partition'])))}" if partitions is not None else ""),
         None,
         version=index.version,
         probes=probes.height,

@@ -53,13 +53,19 @@ class PolarsParquetIOManager(ConfigurableIOManager):
         )
 
     def load_input(self, context: InputContext) -> pl.DataFrame:
-        asset = context.asset_key.path[-1]
-        if not context.has_asset_partitions:
-            return self._read(asset, [self._path(asset, None)])
-        keys = sorted(context.asset_partition_keys)
-        return self._read(asset, [self._path(asset, k) for k in keys])
+        """The asset's frame (every partition's, concatenated, for an unpartitioned reader).
 
-    def _read(self, asset: str, paths: list[Path]) -> pl.DataFrame:
+        An input declared with ``AssetIn(..., metadata={"columns": [...]})`` reads only those columns:
+        a check that compares ids need not read 384 floats per row (``graph_vectors_match_nodes``).
+        """
+        asset = context.asset_key.path[-1]
+        columns = (context.definition_metadata or {}).get("columns")
+        if not context.has_asset_partitions:
+            return self._read(asset, [self._path(asset, None)], columns)
+        keys = sorted(context.asset_partition_keys)
+        return self._read(asset, [self._path(asset, k) for k in keys], columns)
+
+    def _read(self, asset: str, paths: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
         missing = [p for p in paths if not p.exists()]
         if missing:
             names = ", ".join(p.stem for p in missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -69,8 +75,19 @@ class PolarsParquetIOManager(ConfigurableIOManager):
             )
         schema = schemas.TABLES.get(asset)
         if not paths:
-            return schemas.empty(schema) if schema else pl.DataFrame()
-        frames = [pl.read_parquet(p) for p in paths]
+            empty = schemas.empty(schema) if schema else pl.DataFrame()
+            return empty.select(columns) if columns and schema else empty
+        frames = [pl.read_parquet(p, columns=self._present(p, columns)) for p in paths]
         if asset in schemas.ADDED_COLUMNS:  # partitions written before a column was added read with nulls in it
             frames = [schemas.with_added_columns(f, asset) for f in frames]
+        if columns:
+            frames = [f.select(columns) for f in frames]
         return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+    @staticmethod
+    def _present(path: Path, columns: list[str] | None) -> list[str] | None:
+        """Of ``columns``, those the file holds (a column added to the schema later is filled in after)."""
+        if not columns:
+            return None
+        have = pl.read_parquet_schema(path)
+        return [c for c in columns if c in have]

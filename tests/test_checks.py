@@ -393,6 +393,37 @@ def test_smoke_retrieval_on_the_published_index(built: Built):
     assert r and r.metadata["probes"] == len(built.keys) and r.metadata["found"] == len(built.keys)
 
 
+def test_smoke_probes_changed_partitions_and_a_rotating_few():
+    parts = [f"p{i:02d}" for i in range(20)]
+    assert validation.smoke_partitions(parts, None, "v1") == parts  # a first publish probes every partition
+    one = validation.smoke_partitions(parts, {"p07"}, "v2")
+    assert "p07" in one and len(one) == 4 and one == sorted(one)
+    assert validation.smoke_partitions(parts, {"p07"}, "v2") == one  # the same version probes the same ones
+    # other versions probe other unchanged partitions: over successive publishes every partition comes round
+    seen = set().union(*(validation.smoke_partitions(parts, {"p07"}, f"v{i}") for i in range(40)))
+    assert seen == set(parts)
+    assert validation.smoke_partitions(parts, set(parts), "v3") == parts
+    assert validation.smoke_partitions(["a"], set(), "v4") == ["a"]
+
+
+def test_changed_partitions_compares_with_the_version_before(built: Built, tmp_path: Path):
+
+    from mmkg.index.manifest import Manifest, changed_partitions, current_version
+
+    root = tmp_path / "index"
+    shutil.copytree(built.data / "index", root)
+    first = current_version(root)
+    assert changed_partitions(root, first) is None  # nothing published before it
+    later = "v29991231T000000000000-00000000"  # sorts after any real version
+    shutil.copytree(root / "versions" / first, root / "versions" / later)
+    manifest = Manifest.read(root / "versions" / later)
+    edited = built.keys[0]
+    partitions = dict(manifest.partitions) | {edited: "another fingerprint", "added": "new"}
+    manifest.model_copy(update={"version": later, "partitions": partitions}).write(root / "versions" / later)
+    assert changed_partitions(root, later) == {edited, "added"}
+    assert changed_partitions(root, first) is None
+
+
 def test_validate_publish_inputs_names_check_and_partition(space):
     broken = dict(space)
     broken["sentences"] = space["sentences"].with_columns(pl.lit("gone").alias("chunk_id"))

@@ -219,6 +219,10 @@ def test_old_partitions_read_with_nulls_in_added_columns(tmp_path: Path):
     both = io._read("chunks", [tmp_path / "chunks" / "old.parquet", tmp_path / "chunks" / "new.parquet"])
     assert both.columns == list(schemas.CHUNKS) and both.height == 2 and both["t_start"].null_count() == 2
     assert schemas.conform(new.drop("t_start", "t_end"), schemas.CHUNKS, "chunks").columns[-2:] == ["t_start", "t_end"]
+    # an input that names its columns reads only those, an added one filled in for the old partition
+    some = io._read("chunks", [tmp_path / "chunks" / "old.parquet", tmp_path / "chunks" / "new.parquet"],
+                    columns=["chunk_id", "t_start"])  # fmt: skip
+    assert some.columns == ["chunk_id", "t_start"] and some.height == 2 and some["t_start"].null_count() == 2
     # any other missing column is still an error
     with pytest.raises(schemas.SchemaError, match="missing column"):
         schemas.conform(new.drop("text"), schemas.CHUNKS, "chunks")

@@ -143,6 +143,20 @@ def list_versions(root: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if (p / MANIFEST).exists()) if folder.exists() else []
 
 
+def changed_partitions(root: Path, version: str) -> set[str] | None:
+    """Partitions whose published content in ``version`` differs from the version published just before
+    it (new partitions included); None when there is no earlier version, or it cannot be read."""
+    earlier = [v for v in list_versions(root) if v < version]
+    if not earlier:
+        return None
+    try:
+        before = Manifest.read(root / "versions" / earlier[-1]).partitions
+        now = Manifest.read(root / "versions" / version).partitions
+    except (OSError, ValueError):
+        return None
+    return {p for p, fingerprint in now.items() if before.get(p) != fingerprint}
+
+
 def open_version(root: Path, version: str | None = None, check_sizes: bool = True) -> tuple[str, Manifest]:
     """The version's name (the current one by default) and manifest, after the cheap size check.
 

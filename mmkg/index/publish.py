@@ -331,33 +331,36 @@ def _publish(
     ann: list[str] = []
     tables = [t for t in ID_COLUMN if t in units.vectors]
     for name in tables:
-        rows = _arrow(units.vectors[name], name, encoder.dim)
+        # Rows (with their digests, a Python loop) are built for what is written: the whole table on a
+        # first publish, the changed partitions' rows otherwise (0.8 s of a 2Wiki re-index was building
+        # every row of every table only to count them).
+        frame = units.vectors[name]
         pinned = previous.lance_versions.get(name) if previous else None
         tbl = db.open_table(name) if name in existing else None
         if tbl is None or pinned is None or "digest" not in tbl.schema.names:
             # first publish (or a table an older mmkg wrote without digests): the table is exactly these rows
-            tbl = db.create_table(name, rows, mode="overwrite")
+            tbl = db.create_table(name, _arrow(frame, name, encoder.dim), mode="overwrite")
         else:
             if tbl.version != pinned and not _same_rows(db, name, pinned):
                 tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
             failpoint(f"publish.lance.{name}.restored")
             if name in SHARED:
-                _sync_by_id(tbl, rows)
+                _sync_by_id(tbl, _arrow(frame, name, encoder.dim))
             else:
                 stale = changed + removed
                 if stale:
                     tbl.delete(f"partition IN ({_in_list(stale)})")
-                fresh = units.vectors[name].filter(pl.col("partition").is_in(changed))
+                fresh = frame.filter(pl.col("partition").is_in(changed))
                 if fresh.height:
                     tbl.add(_arrow(fresh, name, encoder.dim))
             failpoint(f"publish.lance.{name}.changed")
             if compact(root, tbl):  # pinned below, so the merged fragments are what later publishes start from
                 failpoint(f"publish.lance.{name}.compacted")
         n_rows = tbl.count_rows()
-        if n_rows != rows.num_rows:
+        if n_rows != frame.height:
             raise PublishError(
                 f"LanceDB table {name} under {root / 'lance'} holds {n_rows:,} rows after the update, expected "
-                f"{rows.num_rows:,}; CURRENT was not moved. Re-run the publish"
+                f"{frame.height:,}; CURRENT was not moved. Re-run the publish"
             )
         if n_rows >= ann_min_rows:
             # Large tables get an ANN index (rebuilt after each update so new rows are indexed too).
