@@ -126,8 +126,8 @@ def main(
     t.add_row("idle tick (sensors + schedule, nothing to do)", f"{idle_s:.2f}", "")
     console.print(t)
     ratio = incr_s / full_s
-    verdict = "" if ratio <= 0.10 else "  [red]over target[/]"
-    console.print(f"incremental / full = {ratio:.1%} (target ≤ 10%){verdict}")
+    verdict = "" if ratio <= 0.05 else "  [red]over target[/]"
+    console.print(f"incremental / full = {ratio:.1%} (target ≤ 5%){verdict}")
 
 
 if __name__ == "__main__":
