@@ -27,7 +27,7 @@ from mmkg import schemas
 from mmkg.atomic import atomic_path
 from mmkg.entities import TITLE_LABEL, canonical_key, is_relational
 from mmkg.ids import content_id
-from mmkg.worker_init import without_torch
+from mmkg.worker_init import parser_worker
 
 Progress = Callable[[int, int], None]
 # (chunk_id, partition, doc_id, chunk char_start, text)
@@ -285,21 +285,28 @@ def parser_pool(n_process: int, model: str) -> ProcessPoolExecutor:
     step took 9.7 s per partition, of which 4.3 s was parsing. Workers load each pipeline once
     (``load_pipeline`` is cached per process) and sit idle between partitions; ``shutdown_parsers``
     (and interpreter exit) stops them. Pipelines with no torch component get workers that never
-    import torch (``mmkg.worker_init.without_torch``).
+    import torch (``mmkg.worker_init.parser_worker``).
     """
     light = not pipeline_needs_torch(model)
     pool = _POOLS.get((n_process, light))
     if pool is None:
         ctx = mp.get_context("spawn")  # fork is unsafe under threaded hosts (Dagster, torch)
-        pool = ProcessPoolExecutor(max_workers=n_process, mp_context=ctx, initializer=without_torch if light else None)
+        pool = ProcessPoolExecutor(max_workers=n_process, mp_context=ctx, initializer=parser_worker, initargs=(light,))
         _POOLS[(n_process, light)] = pool
     return pool
 
 
 def shutdown_parsers() -> None:
-    """Stop the kept parser workers (``parser_pool``); the next parse starts new ones."""
+    """Stop the kept parser workers (``parser_pool``); the next parse starts new ones.
+
+    The survivors of a broken pool (one worker died) are killed first: CPython stops them with
+    SIGTERM and waits until they are gone, so one that does not die of it would hang the shutdown.
+    """
     while _POOLS:
         _, pool = _POOLS.popitem()
+        if getattr(pool, "_broken", False):
+            for proc in list((getattr(pool, "_processes", None) or {}).values()):
+                proc.kill()
         pool.shutdown(wait=True, cancel_futures=True)
 
 

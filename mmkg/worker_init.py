@@ -1,4 +1,4 @@
-"""Start-up functions for worker processes; this module imports nothing, so running one costs nothing.
+"""Start-up functions for worker processes; this module imports nothing heavy, so running one costs nothing.
 
 A spawned worker unpickles its initializer before any task, importing the initializer's module:
 anything this module imported would be loaded before the initializer could act.
@@ -6,6 +6,7 @@ anything this module imported would be loaded before the initializer could act.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 
@@ -17,3 +18,21 @@ def without_torch() -> None:
     A module already imported (the parent's main module may have) is left alone.
     """
     sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+
+
+def terminable() -> None:
+    """Let the pool stop this worker: SIGTERM back to its default action.
+
+    A spawned process inherits ignored signals from its parent. Under a parent that ignores SIGTERM
+    (a background job of some shells and job runners), a ProcessPoolExecutor whose other worker was
+    killed sends SIGTERM to the survivors and then waits for them forever (CPython's
+    ``terminate_broken``): a parse after a worker died hung instead of retrying.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def parser_worker(light: bool) -> None:
+    """The parser pool's initializer: terminable, and without torch for a CPU pipeline (``light``)."""
+    terminable()
+    if light:
+        without_torch()

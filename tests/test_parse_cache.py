@@ -124,6 +124,45 @@ def test_parser_workers_are_kept_without_torch_and_replaced_when_killed():
     assert nlp._POOLS == {}
 
 
+KILLED_UNDER_IGNORED_SIGTERM = """
+import os, signal, sys
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a parent that ignores SIGTERM: spawned workers inherit it
+sys.path.insert(0, sys.argv[1])
+from test_parse_cache import MODEL, _many_chunks
+from mmkg import nlp
+chunks = _many_chunks(300)
+titles = {f"d{i}": f"Archive entry {i}" for i in range(300)}
+first = nlp.parse_chunks(chunks, titles, MODEL, n_process=2)
+pool = nlp.parser_pool(2, MODEL)
+assert pool.submit(signal.getsignal, signal.SIGTERM).result() == signal.SIG_DFL, "worker still ignores SIGTERM"
+os.kill(next(iter(pool._processes)), signal.SIGKILL)
+again = nlp.parse_chunks(chunks, titles, MODEL, n_process=2)
+assert again.sentences.equals(first.sentences)
+nlp.shutdown_parsers()
+print("ok")
+"""
+
+
+def test_a_killed_worker_does_not_hang_the_pool_when_sigterm_is_ignored():
+    """Workers of a parent that ignores SIGTERM used to outlive the broken pool's SIGTERM, and its
+    shutdown waited for them forever; they now reset SIGTERM, and survivors are killed outright."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    tests = str(Path(__file__).resolve().parent)
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_UNDER_IGNORED_SIGTERM, tests], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the script and the workers it spawned
+        proc.communicate()
+        raise AssertionError("the parse after a killed worker hung") from None
+    assert proc.returncode == 0 and out.strip().endswith("ok"), err[-2000:]
+
+
 def test_pipelines_that_run_on_torch_keep_it(tmp_path: Path):
     assert nlp.pipeline_needs_torch(MODEL) is False
     trf = tmp_path / "en_trf_like"
