@@ -27,17 +27,17 @@ class IncidenceIOManager(ConfigurableIOManager):
             meta[f"{name}_nnz"] = int(inc.matrix.nnz)
         context.add_output_metadata({"path": MetadataValue.path(str(folder)), **meta})
 
+    def read(self, asset: str, partition: str) -> dict[str, Incidence]:
+        """One partition's matrices, by name (what ``load_input`` gives a partitioned reader)."""
+        folder = self._dir(asset, partition)
+        files = sorted(folder.glob("*.npz"))
+        if not files:
+            raise FileNotFoundError(f"{asset}: no matrices for partition {partition} in {folder}; materialize it first")
+        return {f.stem: Incidence.load(f) for f in files}
+
     def load_input(self, context: InputContext) -> dict[str, dict[str, Incidence]] | dict[str, Incidence]:
         asset = context.asset_key.path[-1]
         keys = sorted(context.asset_partition_keys)
-
-        def read(key: str) -> dict[str, Incidence]:
-            folder = self._dir(asset, key)
-            files = sorted(folder.glob("*.npz"))
-            if not files:
-                raise FileNotFoundError(f"{asset}: no matrices for partition {key} in {folder}; materialize it first")
-            return {f.stem: Incidence.load(f) for f in files}
-
         if len(keys) == 1 and context.has_partition_key:
-            return read(keys[0])
-        return {k: read(k) for k in keys}
+            return self.read(asset, keys[0])
+        return {k: self.read(asset, k) for k in keys}

@@ -65,6 +65,10 @@ class PolarsParquetIOManager(ConfigurableIOManager):
         keys = sorted(context.asset_partition_keys)
         return self._read(asset, [self._path(asset, k) for k in keys], columns)
 
+    def read(self, asset: str, partition: str | None, columns: list[str] | None = None) -> pl.DataFrame:
+        """One partition's frame (the whole table when ``partition`` is None), as ``load_input`` reads it."""
+        return self._read(asset, [self._path(asset, partition)], columns)
+
     def _read(self, asset: str, paths: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
         missing = [p for p in paths if not p.exists()]
         if missing:

@@ -206,6 +206,20 @@ def test_every_check_has_a_breaker():
     assert keys == set(BREAKERS)
 
 
+def test_partition_checks_run_in_one_step_per_asset_step():
+    """Each check step reads the tables one asset step wrote; every partition check has its own spec."""
+    from pipelines.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    for step, tables in checks.CHECKED_BY_STEP.items():
+        assert {graph.get(AssetKey(t)).assets_def.node_def.name for t in tables} == {step}
+    checked = {s.asset_key.to_user_string() for c in PARTITION_CHECKS for s in c.check_specs}
+    assert checked == {t for tables in checks.CHECKED_BY_STEP.values() for t in tables}
+    assert len(PARTITION_CHECKS) == len(checks.CHECKED_BY_STEP)
+    specs = [s for c in PARTITION_CHECKS for s in c.check_specs]
+    assert len(specs) == len({s.key for s in specs}) == 36 and all(s.blocking for s in specs)
+
+
 def test_every_check_passes_on_the_sample_corpus(built: Built):
     ran = {(e.asset_key.to_user_string(), e.check_name, e.partition) for e in built.evaluations}
     failed = [(e.asset_key.to_user_string(), e.check_name, e.partition, e.description) for e in built.evaluations
