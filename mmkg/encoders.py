@@ -327,9 +327,10 @@ class TextEncoder(SurrogateTextImages):
     (``mmkg.onnx_encoder``) runs the same model on ONNX Runtime.
 
     ``dtype``: ``auto`` (float32, on CUDA too), ``float32``, ``float16`` or ``bfloat16``. On an H100
-    the 2Wiki build's embed step ran 0.62–0.90× as fast in float16 and 0.99× in bfloat16 as in
-    float32: a 22M-parameter model's step is bound by tokenizing and kernel launches, not arithmetic
-    (benchmarks/RESULTS.md, "The embed step on a GPU"). Vectors are returned as float32 either way.
+    the 2Wiki build's embed step ran 0.62× (batch 64) and 0.73× (batch 256) as fast in float16, and
+    0.82× in bfloat16, as in float32 at the same batch: a 22M-parameter model's step is bound by
+    tokenizing and kernel launches, not arithmetic (benchmarks/RESULTS.md, "On a GPU"). Vectors are
+    returned as float32 either way.
     """
 
     runtime = "torch"
