@@ -29,6 +29,7 @@ import inspect
 import logging
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,11 +162,22 @@ def offline_mode() -> bool:
     return os.environ["HF_HUB_OFFLINE"].strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
+def _no_nvidia_driver() -> bool:
+    """True when this Linux machine certainly has no NVIDIA GPU (no driver loaded, no device node), so
+    ``auto`` can answer ``cpu`` without importing torch (about 2 s, in every process that loads an
+    encoder: the embed and cross_modal_links steps of each partition under a multiprocess executor)."""
+    if not sys.platform.startswith("linux") or "torch" in sys.modules:
+        return False
+    return not Path("/proc/driver/nvidia").exists() and not any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def resolve_device(device: str = "auto") -> str:
     """``auto`` → ``cuda`` when available, else ``cpu``; an unavailable CUDA request fails early."""
+    device = (device or "auto").strip().lower()
+    if device == "auto" and _no_nvidia_driver():
+        return "cpu"
     import torch
 
-    device = (device or "auto").strip().lower()
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():

@@ -514,6 +514,12 @@ def test_reader_embeds_queries_with_the_runtime_its_index_was_built_with(tmp_pat
                            env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
     assert out.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "True"]
     assert again.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]
+    # a build's encoder (runtime and device "auto") does not import torch either to learn there is no GPU
+    auto = code.replace("runtime='onnx-int8'", "runtime='auto', device='auto'")
+    if sys.platform.startswith("linux") and not Path("/proc/driver/nvidia").exists():
+        built = subprocess.run([sys.executable, "-c", auto], capture_output=True, text=True, check=True,
+                               env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
+        assert built.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]
 
 
 def test_span_vectors_come_from_the_texts_own_pass(onnx_int8):
