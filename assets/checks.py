@@ -60,9 +60,15 @@ PARTITIONED_TABLES = (
 UNIT_SOURCES = ("sentences", "images", "objects", "document_entities", "relations")
 
 
-def _result(r: validation.CheckResult) -> AssetCheckResult:
+def _result(r: validation.CheckResult, key: AssetCheckKey | None = None) -> AssetCheckResult:
+    """``r`` as Dagster's result; ``key`` names the check when one step evaluates several."""
+    named = {"asset_key": key.asset_key, "check_name": key.name} if key else {}
     return AssetCheckResult(
-        passed=r.passed, severity=AssetCheckSeverity.ERROR, description=r.description, metadata=dict(r.metadata)
+        passed=r.passed,
+        severity=AssetCheckSeverity.ERROR,
+        description=r.description,
+        metadata=dict(r.metadata),
+        **named,
     )
 
 
@@ -184,10 +190,7 @@ def _step_checks(step: str, tables: tuple[str, ...]) -> AssetChecksDefinition:
         frames = {r: _read(context, r) for r in reads}
         for key in selected:
             _, evaluate = by_key[key]
-            r = evaluate(frames, context.partition_key)
-            yield AssetCheckResult(asset_key=key.asset_key, check_name=key.name, passed=r.passed,
-                                   severity=AssetCheckSeverity.ERROR, description=r.description,
-                                   metadata=dict(r.metadata))  # fmt: skip
+            yield _result(evaluate(frames, context.partition_key), key)
 
     return _check
 
