@@ -113,6 +113,7 @@ class StrategyMethod:
         res = self.index.retrieve(text=text, k=depth, strategy=self.spec, filters=dict(filters) if filters else None)
         self._last = {
             "linked_entities": res.linked_entities,
+            **({"references": res.references} if res.references else {}),
             "seeds": res.seeds,
             "entities": [e.name for e in res.entities[:10]],
             "relations": [f"{r.subject} | {r.predicate} | {r.object}" for r in res.relations[:5]],

@@ -28,6 +28,7 @@ import numpy as np
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
 from mmkg.retrieval.bridge import bridge_seeds
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
+from mmkg.retrieval.references import References, reference_seeds
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
 if TYPE_CHECKING:
@@ -78,6 +79,11 @@ class Preset(Params):
         "weight, relative to the other channels, of the corpus pictures that are the query picture (same bytes or "
         "perceptual hash) and the chunks showing them; 0: the paper's r0",
     )
+    reference_weight: float = param(
+        0.0,
+        "weight, relative to the other channels, of the chunks on the pages and in the parts the question points "
+        'at ("page 5", "the cover page", "Figure 1", "Appendix C"; mmkg.retrieval.references); 0: none',
+    )
     bridge_weight: float = param(
         0.0,
         "share of a second PPR round's r0 on the own pages of the entities round one's best passages lead to "
@@ -100,8 +106,9 @@ class Preset(Params):
                 "entity_seed_weight and lexical_seed_weight must be >= 0 and sum to at most 1 (the dense seeds get "
                 f"the rest); got {self.entity_seed_weight} and {self.lexical_seed_weight}"
             )
-        if not 0 <= self.same_picture_weight <= 1:
-            raise ValueError(f"same_picture_weight must be in [0, 1]; got {self.same_picture_weight}")
+        for name in ("same_picture_weight", "reference_weight"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1]; got {getattr(self, name)}")
         if not 0 <= self.bridge_weight < 1 or self.bridge_temperature <= 0:
             raise ValueError(f"bridge_weight must be in [0, 1) and bridge_temperature > 0; got {self.bridge_weight} "
                              f"and {self.bridge_temperature}")  # fmt: skip
@@ -159,11 +166,13 @@ PRESETS: dict[str, Preset] = {
         entity_chunk_share=1.0,
         entity_chunk_temperature=0.1,
         same_picture_weight=0.9,
+        reference_weight=0.5,
         bridge_weight=0.3,
         bridge_passages=2,
     ),
     # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
-    # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev).
+    # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev); the pages and parts a
+    # question points at ("page 5", "Figure 1") seed too.
     "longdoc": Preset(
         0.5,
         1.0,
@@ -174,6 +183,7 @@ PRESETS: dict[str, Preset] = {
         TopK(10, 10, 10, 10),
         lexical_seed_weight=0.5,
         same_picture_weight=0.9,
+        reference_weight=0.5,
     ),
 }
 
@@ -386,7 +396,13 @@ class MG2:
             lexical[: index.n_chunks] = keep_top_k(index.lexical_scores(text), p.lexical_top_k, masks["chunks"])
             timings["bm25"] = (time.perf_counter() - t1) * 1e3
         picture = same_picture_seeds(index, matched, masks)
-        r0 = seed_distribution(u_t, u_v, p, seeds, lexical, picture)
+        pointed = None
+        if text is not None and p.reference_weight > 0:
+            t1 = time.perf_counter()
+            pointed, refs = reference_seeds(index, text, index.allowed_docs(filters), masks["chunks"], SCOPED_DOCS)
+            result.references = _describe(refs) if pointed is not None else []
+            timings["references"] = (time.perf_counter() - t1) * 1e3
+        r0 = seed_distribution(u_t, u_v, p, seeds, lexical, picture, pointed)
         t2 = time.perf_counter()
         r = index.ppr(r0, p.alpha, p.eps, self.engine)
         timings["ppr"] = (time.perf_counter() - t2) * 1e3
@@ -434,6 +450,17 @@ class MG2:
         in_result = {c.chunk_id for c in chunks}
         return [index.entity_hit(node, float(r[node]), in_result, hop=0 if node in nodes[: len(linked)] else 1)
                 for node in nodes]  # fmt: skip
+
+
+def _describe(refs: References) -> list[str]:
+    """What the question pointed at, for the result's explanation ("page 5", "last page", "figure 1")."""
+    out = []
+    for ref in refs.pages:
+        if ref.from_end:
+            out.append("last page" if ref.number == 1 else f"page {ref.number} from the end")
+        else:
+            out.append(f"page {ref.number}" + ("" if ref.printed else " (position)"))
+    return out + [f"{kind} {label}" for kind, label in refs.parts]
 
 
 def _flat(p: Params) -> dict[str, Any]:

@@ -71,6 +71,7 @@ def seed_distribution(
     entity: np.ndarray | None = None,
     lexical: np.ndarray | None = None,
     picture: np.ndarray | None = None,
+    reference: np.ndarray | None = None,
 ) -> np.ndarray:
     """r0 = λ_t u_t + λ_v u_v, optionally cut to the top seeds, normalized to sum 1 (eq. 3).
 
@@ -78,8 +79,10 @@ def seed_distribution(
     the query names seed, see ``Index._entity_seeds``) with weight ``preset.entity_seed_weight``,
     ``lexical`` (e.g. BM25 over chunks) with weight ``preset.lexical_seed_weight``; the dense r0 gets the
     rest. ``picture`` (the corpus pictures that are the query picture and the chunks showing them) joins
-    with weight ``preset.same_picture_weight``. A channel with nothing in it drops out and the others are
-    renormalized, so a query that links nothing, matches no word and shows no known picture gets the paper's r0.
+    with weight ``preset.same_picture_weight``, and ``reference`` (the pages and parts the question points
+    at, ``mmkg.retrieval.references``) with weight ``preset.reference_weight``. A channel with nothing in
+    it drops out and the others are renormalized, so a query that links nothing, matches no word and shows
+    no known picture gets the paper's r0.
     """
     parts = []
     if u_text is not None:
@@ -99,6 +102,7 @@ def seed_distribution(
         (entity, preset.entity_seed_weight),
         (lexical, preset.lexical_seed_weight),
         (picture, preset.same_picture_weight),
+        (reference, preset.reference_weight),
     )
     for extra, w in extras:
         if extra is not None and w > 0 and (extra_total := float(extra.sum())) > 0:

@@ -133,6 +133,7 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     linked_entities: list[str] = field(default_factory=list)  # entity keys the text query named (seeded)
     matched_images: list[str] = field(default_factory=list)  # image ids that are the query picture (seeded)
+    references: list[str] = field(default_factory=list)  # pages and parts the text query pointed at (seeded)
     entities: list[EntityHit] = field(default_factory=list)
     relations: list[RelationHit] = field(default_factory=list)
     objects: list[ObjectHit] = field(default_factory=list)
