@@ -27,6 +27,7 @@ import numpy as np
 
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
 from mmkg.retrieval.bridge import bridge_seeds
+from mmkg.retrieval.expansion import expand, load_lexicon
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
 from mmkg.retrieval.references import References, reference_seeds
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
@@ -72,6 +73,11 @@ class Preset(Params):
     )
     lexical_seed_weight: float = param(0.0, "share of r0 on the BM25 top chunks (0: none, as the paper)")
     lexical_top_k: int = param(10, "how many BM25 chunks seed")
+    expansion: str = param(
+        "",
+        "comma list of query-expansion lexicons for the BM25 seeds (mmkg.retrieval.expansion; 'finance': a metric's "
+        "name brings the statement line items it is computed from); '': the question's own words",
+    )
     entity_chunk_share: float = param(0.0, "share of a linked entity's mass moved onto its chunks, by query similarity")
     entity_chunk_temperature: float = param(0.05, "softmax temperature over those chunks' cosines")
     same_picture_weight: float = param(
@@ -115,6 +121,8 @@ class Preset(Params):
         if min(self.bridge_passages, self.bridge_entities) < 1:
             raise ValueError(f"bridge_passages and bridge_entities must be at least 1; got {self.bridge_passages} and "
                              f"{self.bridge_entities}")  # fmt: skip
+        for name in filter(None, (n.strip() for n in self.expansion.split(","))):
+            load_lexicon(name)  # an unknown lexicon fails when the preset is made, not at the first query
         if self.lexical_top_k < 1 or (self.seed_top_k is not None and self.seed_top_k < 1):
             raise ValueError(f"lexical_top_k and seed_top_k must be at least 1; got {self.lexical_top_k} and "
                              f"{self.seed_top_k}")  # fmt: skip
@@ -172,7 +180,8 @@ PRESETS: dict[str, Preset] = {
     ),
     # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
     # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev); the pages and parts a
-    # question points at ("page 5", "Figure 1") seed too.
+    # question points at ("page 5", "Figure 1") seed too, and a financial metric's name brings the statement
+    # line items it is computed from into the BM25 query (lexicons/finance.json).
     "longdoc": Preset(
         0.5,
         1.0,
@@ -182,6 +191,7 @@ PRESETS: dict[str, Preset] = {
         TopK(20, 20, 5, 5),
         TopK(10, 10, 10, 10),
         lexical_seed_weight=0.5,
+        expansion="finance",
         same_picture_weight=0.9,
         reference_weight=0.5,
     ),
@@ -393,7 +403,10 @@ class MG2:
         if text is not None and p.lexical_seed_weight > 0:
             t1 = time.perf_counter()
             lexical = np.zeros(index.graph.n, dtype=np.float32)
-            lexical[: index.n_chunks] = keep_top_k(index.lexical_scores(text), p.lexical_top_k, masks["chunks"])
+            searched, expanded = expand(text, p.expansion)
+            if expanded:
+                result.notes.append(f"BM25 query expanded ({p.expansion}): {', '.join(expanded)}")
+            lexical[: index.n_chunks] = keep_top_k(index.lexical_scores(searched), p.lexical_top_k, masks["chunks"])
             timings["bm25"] = (time.perf_counter() - t1) * 1e3
         picture = same_picture_seeds(index, matched, masks)
         pointed = None
