@@ -52,6 +52,9 @@ def test_auto_routes_by_scope_and_linked_entities(art: ArtCorpus):
     index = Index.open(art.data / "index")
     assert route(index, QUESTION, None) == "default"  # names an entity of the graph, whole corpus
     assert route(index, "which watercolour shows a windmill", None) == "longdoc"  # names none
+    # names an entity, but no document is titled by it: nothing for the second hop to walk to
+    assert [k for link in index.link("Who was born in Uppsala?") for k in link.keys] == ["uppsala"]
+    assert route(index, "Who was born in Uppsala?", None) == "longdoc"
     assert route(index, QUESTION, {"source_path": "art/blue_harbour.md"}) == "longdoc"  # within a document
     auto = get_strategy("mg2")  # the default strategy and preset of mmkg query
     assert auto.preset == "auto" and auto.routed

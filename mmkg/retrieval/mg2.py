@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
-from mmkg.retrieval.bridge import bridge_seeds
+from mmkg.retrieval.bridge import bridge_seeds, maps
 from mmkg.retrieval.expansion import expand, load_lexicon
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
 from mmkg.retrieval.references import References, reference_seeds
@@ -206,15 +206,19 @@ def route(index: Index, text: str | None, filters: Filters) -> str:
     """The preset ``auto`` answers with, from the question and the index, never from a list of questions.
 
     Within a few documents (the filters allow at most ``SCOPED_DOCS``), the words of a long document
-    decide: ``longdoc`` (BM25 and dense seeds). Across the corpus, a question that names entities of
-    the graph is entity-centric, often multi-hop: ``default`` (entity seeds and the second hop).
-    Anything else (no text, or no entity linked): ``longdoc``.
+    decide: ``longdoc`` (BM25, dense and reference seeds). Across the corpus, a question that names an
+    entity with a page of its own (a document titled by it, as in an encyclopedia) is entity-centric,
+    often multi-hop: ``default``, whose entity seeds and second hop walk from page to page. A question
+    that names no such entity ("Apple" in a corpus of annual reports, where no document is titled by it)
+    or nothing at all: ``longdoc``.
     """
     allowed = index.allowed_docs(filters)
     if allowed is not None and len(allowed) <= SCOPED_DOCS:
         return "longdoc"
-    if text and index.link(text):
-        return "default"
+    if text:
+        pages = maps(index).pages
+        if any(key in pages for link in index.link(text) for key in link.keys):
+            return "default"
     return "longdoc"
 
 
