@@ -56,9 +56,12 @@ def test_named_entities_seed_the_default_preset(built: Built):
     assert entities is not None and entities.height == idx.graph.counts()["entity_nodes"]
     q = "Which mission did the first woman to command a Space Shuttle lead?"
     assert [link.keys for link in idx.link(q)] == [("space shuttle",)]
-    res = idx.retrieve(text=q, k=5)
+    res = idx.retrieve(text=q, k=5, preset="default")
     assert res.linked_entities == ["space shuttle"] and "link" in res.timings_ms
     assert res.chunks[0].source_path == "space/eileen_collins.md"
+    # auto: no document is titled "Space Shuttle", so there is no page to walk to; the words decide
+    auto = idx.retrieve(text=q, k=5)
+    assert auto.preset == "auto/longdoc" and auto.chunks[0].source_path == "space/eileen_collins.md"
     # the paper's presets seed from dense scores only
     assert idx.retrieve(text=q, k=5, preset="evqa").linked_entities == []
     # a partial name is not linked ("Harvard Mark" is an entity, "Harvard Mark II" is not): dense seeds alone
