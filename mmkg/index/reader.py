@@ -31,13 +31,14 @@ from mmkg.index.publish import LEXICAL_DIR
 from mmkg.index.units import GRANULARITIES, SHARED
 from mmkg.lexical import LexicalIndex
 from mmkg.linking import EntityLinker, Link
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Query
+from mmkg.retrieval.evidence import Lookups
 from mmkg.retrieval.results import (
     EntityHit,
     ImageHit,
     ImageOccurrence,
     ObjectHit,
-    RelationHit,
     RetrievalResult,
     RetrievedChunk,
     SentenceHit,
@@ -214,7 +215,7 @@ class Index:
         # entity names (for linking titles with a parenthetical); versions before it was published lack it
         ent_path = folder / "entities.parquet"
         self.entities = pl.read_parquet(ent_path) if ent_path.exists() else None
-        self._lookup: dict[str, dict] | None = None
+        self._lookup: Lookups | None = None
         self._image_row = {iid: j for j, iid in enumerate(self.images["image_id"].to_list())}
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
@@ -665,58 +666,12 @@ class Index:
 
     # -- evidence -------------------------------------------------------------------------------
 
-    def _lookups(self) -> dict[str, dict]:
-        """Row lookups for evidence, built once per reader (retrieve stays in the low milliseconds)."""
+    @property
+    def lookups(self) -> Lookups:
+        """Row lookups for evidence (``mmkg.retrieval.evidence``), built once per reader."""
         if self._lookup is None:
-            sent_pos = {s: i for i, s in enumerate(self.m_smi.row_ids.tolist())}
-            by_chunk: dict[str, list[tuple[int, str, str]]] = {}
-            for sid, cid, text in self.sentences.select("sentence_id", "chunk_id", "text").iter_rows():
-                by_chunk.setdefault(cid, []).append((sent_pos[sid], sid, text))
-            object_rows = {o["object_id"]: o for o in self.objects.iter_rows(named=True)}
-            objects: dict[str, list[dict]] = {}
-            for oid, cid in self.object_occurrences.select("object_id", "chunk_id").iter_rows():
-                if oid in object_rows:
-                    objects.setdefault(cid, []).append(object_rows[oid])
-            docs = {d["doc_id"]: d for d in self.documents.iter_rows(named=True)}
-            occurrences: dict[str, list[ImageOccurrence]] = {}
-            # (image, document) -> where that document shows it, for the ImageHit of a chunk of that document
-            shown_as: dict[tuple[str, str], str] = {}
-            occ = self.image_occurrences
-            order = [c for c in ("partition", "doc_id", "occurrence") if c in occ.columns]
-            for o in occ.sort(order).iter_rows(named=True):
-                d = docs.get(o["doc_id"], {})
-                occurrences.setdefault(o["image_id"], []).append(
-                    ImageOccurrence(
-                        doc_id=o["doc_id"], partition=o["partition"], title=d.get("title", ""),
-                        source_path=d.get("source_path", ""), source=o.get("source") or "",
-                        page=o.get("page"), alt_text=o.get("alt_text") or "", t_s=o.get("t_s"),
-                    )
-                )  # fmt: skip
-                shown_as.setdefault((o["image_id"], o["doc_id"]), o.get("source") or "")
-            self._lookup = {
-                "chunks": {c["chunk_id"]: c for c in self.chunks.iter_rows(named=True)},
-                "sentences": by_chunk,
-                "sentence_text": dict(self.sentences.select("sentence_id", "text").iter_rows()),
-                "images": {i["image_id"]: i for i in self.images.iter_rows(named=True)},
-                "image_node": {key: self.n_chunks + j for j, key in enumerate(self.meta["images"]["id"].to_list())},
-                "objects": objects,
-                "occurrences": occurrences,
-                "shown_as": shown_as,
-                "entity_names": (
-                    {k: (n, lab) for k, n, lab in self.entities.select("entity_key", "name", "label").iter_rows()}
-                    if self.entities is not None
-                    else {}
-                ),
-            }
+            self._lookup = Lookups.build(self)
         return self._lookup
-
-    @staticmethod
-    def object_hit(o: dict) -> ObjectHit:
-        return ObjectHit(
-            o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]), o.get("entity_key") or "",
-            (float(o["x0"]), float(o["y0"]), float(o["x1"]), float(o["y1"])) if "x0" in o else None,
-            o.get("crop_path") or "",
-        )  # fmt: skip
 
     def evidence(
         self,
@@ -726,52 +681,16 @@ class Index:
         sentence_scores: np.ndarray | None = None,
         same_as_query: set[str] | None = None,
     ) -> list[RetrievedChunk]:
-        """Ranked chunks (graph chunk rows, best first) with their best sentences, pictures and objects.
-
-        ``chunk_scores`` is indexed by chunk row; ``node_scores`` (graph node order) scores pictures;
-        ``sentence_scores`` (sentence row order) picks each chunk's best sentences.
-        """
-        look = self._lookups()
-        all_ids = self.meta["chunks"]["id"]
-        same_as_query = same_as_query or set()
-        out = []
-        for rank, i in enumerate(rows, start=1):
-            cid = all_ids[i]
-            c = look["chunks"][cid]
-            sents = look["sentences"].get(cid, [])
-            hits = sorted(
-                (
-                    SentenceHit(sid, text, float(sentence_scores[pos]) if sentence_scores is not None else 0.0)
-                    for pos, sid, text in sents
-                ),
-                key=lambda h: -h.score,
-            )[:3]
-            imgs = [
-                ImageHit(
-                    iid, look["shown_as"].get((iid, c["doc_id"])) or m["source"], m["blob_path"],
-                    float(node_scores[look["image_node"][iid]]) if node_scores is not None else 0.0,
-                    look["occurrences"].get(iid, []), iid in same_as_query,
-                )
-                for iid in dict.fromkeys(c["image_ids"] or [])
-                if (m := look["images"].get(iid)) is not None
-            ]  # fmt: skip
-            objs = [self.object_hit(o) for o in look["objects"].get(cid, [])]
-            out.append(
-                RetrievedChunk(
-                    rank=rank, chunk_id=cid, doc_id=c["doc_id"], partition=c["partition"], title=c["title"],
-                    source_path=c["source_path"], page=c["page"], text=c["text"], score=float(chunk_scores[i]),
-                    sentences=hits, images=imgs, objects=objs, t_start=c.get("t_start"), t_end=c.get("t_end"),
-                )
-            )  # fmt: skip
-        return out
+        """Ranked chunks with their best sentences, pictures and objects (``mmkg.retrieval.evidence.chunks``)."""
+        return ev.chunks(self, rows, chunk_scores, node_scores, sentence_scores, same_as_query)
 
     def chunk_record(self, chunk_id: str) -> dict | None:
         """A chunk's published row (text, document, page or time span, picture ids), None when unknown."""
-        return self._lookups()["chunks"].get(chunk_id)
+        return self.lookups.chunks.get(chunk_id)
 
     def image_record(self, image_id: str) -> dict | None:
         """A picture's published row (blob path, size, format), None when unknown."""
-        return self._lookups()["images"].get(image_id)
+        return self.lookups.images.get(image_id)
 
     def chunk_rows(self, chunk_ids: Sequence[str]) -> list[int]:
         """Graph chunk rows of chunk ids (unknown ids are skipped)."""
@@ -780,19 +699,11 @@ class Index:
 
     def entity_names(self) -> dict[str, tuple[str, str]]:
         """Entity key -> (name, label) for this version's entities (built once per reader)."""
-        return self._lookups()["entity_names"]
+        return self.lookups.entity_names
 
     def entity_hit(self, node: int, score: float, chunk_ids: set[str], hop: int = 0) -> EntityHit:
-        """An entity node as evidence: its name and label, and which of ``chunk_ids`` mention it."""
-        key = self.graph.nodes["key"][node]
-        name, label = self.entity_names().get(key, (key, ""))
-        adj = self.graph.adjacency
-        nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
-        ids = self.meta["chunks"]["id"]
-        mentioned = [ids[int(i)] for i in nbrs[nbrs < self.n_chunks]]
-        in_result = [c for c in mentioned if c in chunk_ids]
-        docs = sorted({self._lookups()["chunks"][c]["doc_id"] for c in in_result})
-        return EntityHit(key, name, label, score, hop, docs, in_result)
+        """An entity node as evidence (``mmkg.retrieval.evidence.entity_hit``)."""
+        return ev.entity_hit(self, node, score, chunk_ids, hop)
 
     def relations_in(self, chunk_ids: set[str]) -> pl.DataFrame:
         """The triples stated in these chunks (payload rows); none for versions without a relations table."""
@@ -800,17 +711,12 @@ class Index:
             return pl.DataFrame()
         return self.payload("relations").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
 
-    @staticmethod
-    def relation_hit(r: dict, score: float, sentence: str, hop: int = 0) -> RelationHit:
-        return RelationHit(
-            relation_id=r["relation_id"], subject=r["subject"], predicate=r["predicate"], object=r["object"],
-            subject_key=r["subject_key"], object_key=r["object_key"], negated=bool(r["negated"]), sentence=sentence,
-            chunk_id=r["chunk_id"], doc_id=r["doc_id"], score=float(score), hop=hop,
-        )  # fmt: skip
+    relation_hit = staticmethod(ev.relation_hit)
+    object_hit = staticmethod(ev.object_hit)
 
     def sentence_text(self, sentence_id: str) -> str:
-        return self._lookups()["sentence_text"].get(sentence_id, "")
+        return self.lookups.sentence_text.get(sentence_id, "")
 
     def chunk_sentences(self, chunk_id: str) -> list[tuple[int, str, str]]:
         """``(sentence row, sentence id, text)`` of a chunk's sentences, in order (the lookup evidence uses)."""
-        return self._lookups()["sentences"].get(chunk_id, [])
+        return self.lookups.sentences.get(chunk_id, [])

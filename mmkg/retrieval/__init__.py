@@ -3,6 +3,9 @@
 - ``base``: the ``Query``, strict ``Params`` and the ``Strategy`` protocol;
 - ``results``: what every strategy returns (chunks plus graph evidence);
 - ``propagation``: MG2-RAG's activation and seed math; ``mg2``: the backbone and its presets;
+- ``references``: the pages and parts a question points at; ``expansion``: query expansion from lexicons;
+  ``bridge``: the LLM-free second hop (seed channels of ``mg2``);
+- ``evidence``: ranked chunk rows to chunks with sentences, pictures, objects, entities and triples;
 - ``mkg``: mKG-RAG dual-stage retrieval;
 - ``registry``: the names a query can use. A new strategy is one module plus one line there.
 """

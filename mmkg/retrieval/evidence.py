@@ -1,0 +1,166 @@
+"""Evidence: what a ranked list of chunk rows becomes in a result (sentences, pictures, objects, entities).
+
+Every strategy ranks chunk rows of the graph; this module turns them into ``RetrievedChunk`` records
+with each chunk's best sentences, the pictures it shows (and every place the corpus shows them), the
+objects found in them, and turns entity nodes and triples into ``EntityHit`` and ``RelationHit``.
+The lookups it needs are built once per open index (``Lookups.build``), so a query's evidence costs
+dictionary reads, not table scans. ``Index`` keeps thin methods over these functions, the names
+strategies and downstream code call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mmkg.retrieval.results import (
+    EntityHit,
+    ImageHit,
+    ImageOccurrence,
+    ObjectHit,
+    RelationHit,
+    RetrievedChunk,
+    SentenceHit,
+)
+
+if TYPE_CHECKING:
+    from mmkg.index.reader import Index
+
+SENTENCES_PER_CHUNK = 3  # best sentences reported with each chunk
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """Row lookups of one index version, keyed by id."""
+
+    chunks: dict[str, dict]  # chunk id -> payload row
+    sentences: dict[str, list[tuple[int, str, str]]]  # chunk id -> (sentence row, sentence id, text), in order
+    sentence_text: dict[str, str]
+    images: dict[str, dict]  # image id -> payload row
+    image_node: dict[str, int]  # image id -> graph node
+    objects: dict[str, list[dict]]  # chunk id -> object rows of its pictures
+    occurrences: dict[str, list[ImageOccurrence]]  # image id -> every place the corpus shows it
+    shown_as: dict[tuple[str, str], str]  # (image id, doc id) -> how that document shows it
+    entity_names: dict[str, tuple[str, str]]  # entity key -> (name, label)
+
+    @classmethod
+    def build(cls, index: Index) -> Lookups:
+        sent_pos = {s: i for i, s in enumerate(index.m_smi.row_ids.tolist())}
+        by_chunk: dict[str, list[tuple[int, str, str]]] = {}
+        for sid, cid, text in index.sentences.select("sentence_id", "chunk_id", "text").iter_rows():
+            by_chunk.setdefault(cid, []).append((sent_pos[sid], sid, text))
+        object_rows = {o["object_id"]: o for o in index.objects.iter_rows(named=True)}
+        objects: dict[str, list[dict]] = {}
+        for oid, cid in index.object_occurrences.select("object_id", "chunk_id").iter_rows():
+            if oid in object_rows:
+                objects.setdefault(cid, []).append(object_rows[oid])
+        docs = {d["doc_id"]: d for d in index.documents.iter_rows(named=True)}
+        occurrences: dict[str, list[ImageOccurrence]] = {}
+        shown_as: dict[tuple[str, str], str] = {}
+        occ = index.image_occurrences
+        order = [c for c in ("partition", "doc_id", "occurrence") if c in occ.columns]
+        for o in occ.sort(order).iter_rows(named=True):
+            d = docs.get(o["doc_id"], {})
+            occurrences.setdefault(o["image_id"], []).append(
+                ImageOccurrence(
+                    doc_id=o["doc_id"], partition=o["partition"], title=d.get("title", ""),
+                    source_path=d.get("source_path", ""), source=o.get("source") or "",
+                    page=o.get("page"), alt_text=o.get("alt_text") or "", t_s=o.get("t_s"),
+                )
+            )  # fmt: skip
+            shown_as.setdefault((o["image_id"], o["doc_id"]), o.get("source") or "")
+        entities = index.entities
+        return cls(
+            chunks={c["chunk_id"]: c for c in index.chunks.iter_rows(named=True)},
+            sentences=by_chunk,
+            sentence_text=dict(index.sentences.select("sentence_id", "text").iter_rows()),
+            images={i["image_id"]: i for i in index.images.iter_rows(named=True)},
+            image_node={key: index.n_chunks + j for j, key in enumerate(index.meta["images"]["id"].to_list())},
+            objects=objects,
+            occurrences=occurrences,
+            shown_as=shown_as,
+            entity_names=(
+                {k: (n, lab) for k, n, lab in entities.select("entity_key", "name", "label").iter_rows()}
+                if entities is not None
+                else {}
+            ),
+        )
+
+
+def object_hit(o: dict) -> ObjectHit:
+    return ObjectHit(
+        o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]), o.get("entity_key") or "",
+        (float(o["x0"]), float(o["y0"]), float(o["x1"]), float(o["y1"])) if "x0" in o else None,
+        o.get("crop_path") or "",
+    )  # fmt: skip
+
+
+def relation_hit(r: dict, score: float, sentence: str, hop: int = 0) -> RelationHit:
+    return RelationHit(
+        relation_id=r["relation_id"], subject=r["subject"], predicate=r["predicate"], object=r["object"],
+        subject_key=r["subject_key"], object_key=r["object_key"], negated=bool(r["negated"]), sentence=sentence,
+        chunk_id=r["chunk_id"], doc_id=r["doc_id"], score=float(score), hop=hop,
+    )  # fmt: skip
+
+
+def chunks(
+    index: Index,
+    rows: list[int],
+    chunk_scores: np.ndarray,
+    node_scores: np.ndarray | None = None,
+    sentence_scores: np.ndarray | None = None,
+    same_as_query: set[str] | None = None,
+) -> list[RetrievedChunk]:
+    """Ranked chunks (graph chunk rows, best first) with their best sentences, pictures and objects.
+
+    ``chunk_scores`` is indexed by chunk row; ``node_scores`` (graph node order) scores pictures;
+    ``sentence_scores`` (sentence row order) picks each chunk's best sentences.
+    """
+    look = index.lookups
+    all_ids = index.meta["chunks"]["id"]
+    same_as_query = same_as_query or set()
+    out = []
+    for rank, i in enumerate(rows, start=1):
+        cid = all_ids[i]
+        c = look.chunks[cid]
+        hits = sorted(
+            (
+                SentenceHit(sid, text, float(sentence_scores[pos]) if sentence_scores is not None else 0.0)
+                for pos, sid, text in look.sentences.get(cid, [])
+            ),
+            key=lambda h: -h.score,
+        )[:SENTENCES_PER_CHUNK]
+        imgs = [
+            ImageHit(
+                iid, look.shown_as.get((iid, c["doc_id"])) or m["source"], m["blob_path"],
+                float(node_scores[look.image_node[iid]]) if node_scores is not None else 0.0,
+                look.occurrences.get(iid, []), iid in same_as_query,
+            )
+            for iid in dict.fromkeys(c["image_ids"] or [])
+            if (m := look.images.get(iid)) is not None
+        ]  # fmt: skip
+        objs = [object_hit(o) for o in look.objects.get(cid, [])]
+        out.append(
+            RetrievedChunk(
+                rank=rank, chunk_id=cid, doc_id=c["doc_id"], partition=c["partition"], title=c["title"],
+                source_path=c["source_path"], page=c["page"], text=c["text"], score=float(chunk_scores[i]),
+                sentences=hits, images=imgs, objects=objs, t_start=c.get("t_start"), t_end=c.get("t_end"),
+            )
+        )  # fmt: skip
+    return out
+
+
+def entity_hit(index: Index, node: int, score: float, chunk_ids: set[str], hop: int = 0) -> EntityHit:
+    """An entity node as evidence: its name and label, and which of ``chunk_ids`` mention it."""
+    look = index.lookups
+    key = index.graph.nodes["key"][node]
+    name, label = look.entity_names.get(key, (key, ""))
+    adj = index.graph.adjacency
+    nbrs = adj.indices[adj.indptr[node] : adj.indptr[node + 1]]
+    ids = index.meta["chunks"]["id"]
+    mentioned = [ids[int(i)] for i in nbrs[nbrs < index.n_chunks]]
+    in_result = [c for c in mentioned if c in chunk_ids]
+    docs = sorted({look.chunks[c]["doc_id"] for c in in_result})
+    return EntityHit(key, name, label, score, hop, docs, in_result)
