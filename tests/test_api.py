@@ -146,6 +146,28 @@ def test_query_returns_ranked_evidence(server: Server):
         ({"text": "x" * 10_001}, 422, "over the limit of 10,000"),
         ({"text": "x", "strategy": "nope"}, 400, "unknown strategy 'nope'"),
         ({"text": "x", "params": {"alpah": 0.5}}, 400, "parameter(s) ['alpah']; known: ['alpha'"),
+        # what names a model, file or endpoint of the server is not a client's to choose
+        (
+            {
+                "text": "x",
+                "strategy": "r2ag",
+                "params": {"icot_backend": "openai", "icot_base_url": "http://169.254.169.254/"},
+            },
+            400,
+            "parameter(s) ['icot_backend', 'icot_base_url'] name a model, file or endpoint of the server",
+        ),
+        (
+            {"text": "x", "strategy": "m3kg", "params": {"ultralytics_model": "/tmp/evil.pt"}},
+            400,
+            "['ultralytics_model']",
+        ),
+        ({"text": "x", "params": {"expansion": "/etc/secrets.json"}}, 400, "['expansion'] name a model, file"),
+        ({"text": "x", "params": {"expansion": "../finance"}}, 400, "['expansion'] name a model, file"),
+        (
+            {"text": "x", "params": {"expansion": "nautical"}},
+            400,
+            "no query-expansion lexicon 'nautical'; known: ['finance']",
+        ),
         ({"text": "x", "filters": {"partition": 7}}, 422, "filters.partition"),
         ({"text": "x", "filters": {"colour": "red"}}, 422, "Extra inputs are not permitted"),
         ({"text": "x", "filters": {"partition": "mars"}}, 400, "no partition ['mars']"),
@@ -158,6 +180,15 @@ def test_bad_queries_are_json_errors(server: Server, payload: object, status: in
     code, body = server.json("POST", "/query", payload)
     assert code == status, body
     assert message in body["error"] and "Traceback" not in body["error"]
+
+
+def test_a_shipped_lexicon_may_be_named_or_switched_off(server: Server):
+    for expansion in ("finance", ""):
+        code, body = server.json(
+            "POST", "/query", {"text": "What is the return on assets?", "params": {"expansion": expansion}}
+        )
+        assert code == 200, body
+        assert body["params"]["expansion"] == expansion
 
 
 def test_filter_values_are_values_not_sql(server: Server):

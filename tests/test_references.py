@@ -32,6 +32,8 @@ def test_parse_parts():
     assert parse("strengths mentioned in Appendix C?").parts == (("appendix", "C"),)
     assert parse("How many times is Exhibit P-10 mentioned?").parts == (("exhibit", "P-10"),)
     assert not parse("a table a minute").parts  # a lower-case lone letter is a word, not a label
+    many = parse(" ".join(f"Table {i} and page {i}" for i in range(1, 500)))
+    assert len(many.parts) == 8 and len(many.pages) == 8  # a bounded cost for a hostile question
 
 
 def test_printed_labels_follow_the_page_order():

@@ -46,6 +46,7 @@ from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
 from mmkg.api.models import AskRequest, QueryRequest, SubgraphRequest
 from mmkg.retrieval.base import PictureTooLarge, QueryError, check_picture
+from mmkg.retrieval.registry import refused_from_clients
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
@@ -236,6 +237,10 @@ def create_app(cfg: ServeConfig) -> FastAPI:
                 raise ApiError(422, "invalid request: " + _explain(exc.errors())) from exc
             if req.text is None and not files:
                 raise ApiError(422, "invalid request: give text (not empty or only spaces), or upload a file")
+            if refused := refused_from_clients(req.strategy, req.params):
+                raise ApiError(400, f"parameter(s) {refused} name a model, file or endpoint of the server and cannot "
+                                    "be set over HTTP (a shipped lexicon's name is fine where paths are refused); "
+                                    "set them where the server runs, with the CLI or the Python API")  # fmt: skip
             if "image" in files:  # at the door, before a worker is taken (the reader checks again, by path)
                 try:
                     check_picture(files["image"], what="the image upload")

@@ -8,6 +8,7 @@ it does not know, so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -170,6 +171,22 @@ class Params:
         return replace(self, **typed)
 
     @classmethod
+    def refused_from_clients(cls, changes: dict[str, Any]) -> list[str]:
+        """The names in ``changes`` that a client over HTTP may not set (``param(server=...)``), sorted.
+
+        They name models, checkpoints, files or endpoints of the server: set from a request, they would let a
+        client read files outside the server's roots, load code, or make the server call any URL.
+        """
+        out = []
+        for f in fields(cls):
+            if f.name not in changes or not (kind := f.metadata.get("server")):
+                continue
+            value = changes[f.name]
+            if kind == "always" or (isinstance(value, str) and _PATHLIKE.search(value)):
+                out.append(f.name)
+        return sorted(out)
+
+    @classmethod
     def describe(cls, defaults: Params | None = None) -> list[tuple[str, str, Any, str]]:
         """``(name, type, default, what it does)`` for every parameter."""
         out = []
@@ -182,9 +199,19 @@ class Params:
         return out
 
 
-def param(default: Any, doc: str) -> Any:
-    """A dataclass field with its documentation (shown by ``mmkg strategies``); ``MISSING``: required."""
-    return field(default=default, metadata={"doc": doc})
+def param(default: Any, doc: str, server: str | None = None) -> Any:
+    """A dataclass field with its documentation (shown by ``mmkg strategies``); ``MISSING``: required.
+
+    ``server`` marks a parameter that reaches the machine the query runs on, which a client over HTTP must
+    not set (``Params.refused_from_clients``): ``"always"`` (a model, checkpoint, file or endpoint) or
+    ``"paths"`` (names of shipped resources are fine, a path is not).
+    """
+    if server not in (None, "always", "paths"):
+        raise ValueError(f"server must be None, 'always' or 'paths'; got {server!r}")
+    return field(default=default, metadata={"doc": doc, **({"server": server} if server else {})})
+
+
+_PATHLIKE = re.compile(r"[/\\:~]|\.\.|\.json$", re.IGNORECASE)
 
 
 class Strategy(Protocol):

@@ -69,11 +69,13 @@ class M3KGParams(Params):
     query_frames: int = param(4, "F: frames sampled uniformly from a video query")
     eta_v: float = param(1.5, "η_v: a triple is kept when its head + tail visual presence reaches this")
     grounders: str = param("ocr", "visual grounding backends for GRASP: ocr, ultralytics (comma-separated)")
-    ultralytics_model: str = param("", "checkpoint of the ultralytics grounding backend (when listed)")
-    filter_backend: str | None = param(None, "generation backend of the LLM keep/drop mask (none: skipped)")
-    filter_model: str | None = param(None, "model name or path for filter_backend")
-    filter_base_url: str | None = param(None, "endpoint for filter_backend openai")
-    asr_model: str = param("", "Whisper model that transcribes audio queries (empty: MMKG_ASR_MODEL)")
+    ultralytics_model: str = param("", "checkpoint of the ultralytics grounding backend (when listed)", server="always")
+    filter_backend: str | None = param(
+        None, "generation backend of the LLM keep/drop mask (none: skipped)", server="always"
+    )
+    filter_model: str | None = param(None, "model name or path for filter_backend", server="always")
+    filter_base_url: str | None = param(None, "endpoint for filter_backend openai", server="always")
+    asr_model: str = param("", "Whisper model that transcribes audio queries (empty: MMKG_ASR_MODEL)", server="always")
     fill_dense: bool = param(False, "top the chunks up to k by dense similarity (the paper passes triples only)")
 
     def __post_init__(self) -> None:

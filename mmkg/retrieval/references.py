@@ -55,6 +55,7 @@ _PAGE_AT = re.compile(rf"\b(?:page|slide)\s+(?:at|on)\s+the\s+({_FROM_END}|first
 _PARTS = r"figure|fig\.|table|appendix|exhibit|section|chapter|annex|schedule|note|chart"
 _PART = re.compile(rf"\b({_PARTS})\s*((?:[A-Z]-?)?\d+(?:\.\d+)*[a-z]?|[A-Z]\b)", re.IGNORECASE)
 _CANONICAL = {"fig.": "figure"}
+MAX_REFS = 8  # pages, and named parts, kept per question
 _EDGE_INT = re.compile(r"^\W*(\d{1,4})\b|\b(\d{1,4})\W*$")
 
 
@@ -126,7 +127,8 @@ def parse(text: str) -> References:
         if len(label) == 1 and label.isalpha() and not label.isupper():
             continue
         parts.append((kind, label.upper()))
-    return References(tuple(dict.fromkeys(pages)), tuple(dict.fromkeys(parts)))
+    # a question points at a few places; one that names dozens points at none (and must not cost a scan each)
+    return References(tuple(dict.fromkeys(pages))[:MAX_REFS], tuple(dict.fromkeys(parts))[:MAX_REFS])
 
 
 def _edge_numbers(page_text: str) -> set[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from mmkg.retrieval.base import Params, Strategy
@@ -46,11 +47,24 @@ def get_strategy(spec: str | None = None, preset: str | None = None, **overrides
     return cls(params, preset=chosen)
 
 
+def refused_from_clients(spec: str | None, changes: dict[str, Any]) -> list[str]:
+    """Parameter overrides a client over HTTP may not send for this strategy (``Params.refused_from_clients``).
+
+    An unknown strategy refuses nothing here: ``get_strategy`` reports it, with the known names.
+    """
+    name, _ = parse_spec(spec or DEFAULT_STRATEGY)
+    cls = STRATEGIES.get(name)
+    if cls is None or not changes:
+        return []
+    return type(cls.presets[cls.default_preset]).refused_from_clients(changes)
+
+
 def describe() -> list[dict[str, Any]]:
     """Every strategy with its summary, modalities, presets and parameters (defaults of its default preset)."""
     out = []
     for name, cls in STRATEGIES.items():
         default = cls.presets[cls.default_preset]
+        server = {f.name: f.metadata["server"] for f in fields(default) if "server" in f.metadata}
         out.append(
             {
                 "name": name,
@@ -59,7 +73,8 @@ def describe() -> list[dict[str, Any]]:
                 "presets": list(cls.presets),
                 "default_preset": cls.default_preset,
                 "params": [
-                    {"name": n, "type": t, "default": d, "doc": doc} for n, t, d, doc in type(default).describe(default)
+                    {"name": n, "type": t, "default": d, "doc": doc, "server": server.get(n)}
+                    for n, t, d, doc in type(default).describe(default)
                 ],
             }
         )
