@@ -109,6 +109,17 @@ def _arrow(df: pl.DataFrame, name: str, dim: int) -> pa.Table:
     return out.with_columns(pl.Series("digest", digests, dtype=pl.String)).to_arrow()
 
 
+WRITE_ROWS = 100_000  # rows converted and written per LanceDB call: one batch's copy in memory, not the table's
+
+
+def _create(db: Any, name: str, frame: pl.DataFrame, dim: int) -> Any:
+    """A LanceDB table holding exactly ``frame``'s rows, written ``WRITE_ROWS`` at a time."""
+    tbl = db.create_table(name, _arrow(frame.slice(0, WRITE_ROWS), name, dim), mode="overwrite")
+    for start in range(WRITE_ROWS, frame.height, WRITE_ROWS):
+        tbl.add(_arrow(frame.slice(start, WRITE_ROWS), name, dim))
+    return tbl
+
+
 def _in_list(values: list[str]) -> str:
     for v in values:
         if not _SAFE_PARTITION.match(v):
@@ -339,7 +350,7 @@ def _publish(
         tbl = db.open_table(name) if name in existing else None
         if tbl is None or pinned is None or "digest" not in tbl.schema.names:
             # first publish (or a table an older mmkg wrote without digests): the table is exactly these rows
-            tbl = db.create_table(name, _arrow(frame, name, encoder.dim), mode="overwrite")
+            tbl = _create(db, name, frame, encoder.dim)
         else:
             if tbl.version != pinned and not _same_rows(db, name, pinned):
                 tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
