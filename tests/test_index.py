@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from dagster import DagsterInstance, materialize
@@ -204,6 +205,55 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
         (x.entity_key, round(x.score, 5)) for x in e.entities
     ]
     assert [x.relation_id for x in a.relations] == [x.relation_id for x in e.relations]
+
+
+def test_product_quantized_tables_give_exact_cosines(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """IVF_PQ's own distances are quantized; the reader re-ranks its candidates by the stored vectors."""
+    import mmkg.index.publish as publish
+
+    data = tmp_path / "data"
+    shutil.copytree(built.data, data, ignore=shutil.ignore_patterns("index"))
+    monkeypatch.setattr(publish, "ANN_MIN_ROWS", 100)
+    monkeypatch.setattr(publish, "ANN_INDEX_TYPE", "IVF_PQ")
+    resources = default_resources(built.corpus, data)
+    assert materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=resources, selection=GLOBAL).success
+    pq, exact = Index.open(data / "index"), Index.open(built.data / "index")
+    assert "sentences" in pq.tables and "sentences" not in exact.tables
+    q = exact.encode_text("Who found a moth in the Harvard Mark II relay?")
+
+    def gap() -> float:
+        got = pq.dense_scores("sentences", q, 10, None)
+        rows = np.flatnonzero(np.isfinite(got))
+        assert rows.size == 10
+        return float(np.abs(got[rows] - exact.dense_scores("sentences", q, 10, None)[rows]).max())
+
+    assert gap() < 1e-4
+
+
+def test_quantized_distances_are_re_ranked_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On 3,000 vectors (more than PQ's 256 codes per sub-vector) IVF_PQ's own distances are far off."""
+    import lancedb
+    import pyarrow as pa
+
+    import mmkg.index.reader as reader
+
+    rng = np.random.default_rng(7)
+    vecs = rng.normal(size=(3000, 64)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    rows = pa.table({"id": [f"{i:04x}" for i in range(3000)],
+                     "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), 64)})  # fmt: skip
+    tbl = lancedb.connect(str(tmp_path)).create_table("t", rows)
+    tbl.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ", num_partitions=8,
+                     num_sub_vectors=4)  # fmt: skip
+
+    def own_distance() -> float:
+        query = tbl.search(vecs[42], vector_column_name="vector").distance_type("cosine")
+        hits = reader._exact_distances(query).select(["id"]).limit(5).to_arrow()
+        return dict(zip(hits["id"].to_pylist(), hits["_distance"].to_pylist(), strict=True)).get("002a", 9.0)
+
+    assert own_distance() < 1e-4
+    monkeypatch.setattr(reader, "ANN_REFINE_FACTOR", None)
+    assert own_distance() > 1e-2  # the quantized distance of a vector to itself
 
 
 def test_tables_written_in_batches_hold_the_same_rows(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
