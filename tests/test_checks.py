@@ -407,6 +407,29 @@ def test_smoke_retrieval_on_the_published_index(built: Built):
     assert r and r.metadata["probes"] == len(built.keys) and r.metadata["found"] == len(built.keys)
 
 
+def test_a_passage_copied_into_many_partitions_passes_the_smoke_checks(tmp_path: Path):
+    """Seven partitions hold the same notice, each partition's longest chunk: the copies tie, any one answers."""
+    from indexing import build
+
+    from mmkg.index import Index
+
+    corpus, data = tmp_path / "corpus", tmp_path / "data"
+    notice = (
+        "# Licence notice\n\nThis material may be copied, shared and adapted for any purpose, provided that the "
+        "source is credited and changes are marked. It comes with no warranty of any kind.\n"
+    )
+    for i in range(7):
+        (corpus / f"p{i}").mkdir(parents=True)
+        (corpus / f"p{i}" / "NOTICE.md").write_text(notice)
+        (corpus / f"p{i}" / "note.md").write_text(f"# Note {i}\n\nA short note, number {i}.\n")
+    build(corpus, data, DagsterInstance.ephemeral())  # the publish's own self-check and the blocking checks pass
+    idx = Index.open(data / "index")
+    assert idx.chunks.filter(pl.col("text").str.contains("Licence notice")).height == 7
+    r = validation.smoke_retrieval(idx)
+    assert r and r.metadata["probes"] == 7 and r.metadata["found"] == 7, r.description
+    assert idx.self_check(probes=7) == []
+
+
 def test_smoke_probes_changed_partitions_and_a_rotating_few():
     parts = [f"p{i:02d}" for i in range(20)]
     assert validation.smoke_partitions(parts, None, "v1") == parts  # a first publish probes every partition
