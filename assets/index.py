@@ -26,6 +26,7 @@ from mmkg.graph import Graph, build_graph
 from mmkg.index.gc import collect
 from mmkg.index.manifest import EncoderSpec
 from mmkg.index.publish import payload_tables, publish_index
+from mmkg.partitioned import Partitioned, PartitionedParquet
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
@@ -63,13 +64,17 @@ def graph(
     )
 
 
+#: vectors reach the publish as their partitions' files, read a batch at a time (``mmkg.partitioned``)
+ON_DISK = {"partitioned": True}
+
+
 @asset(
     ins={
         "graph": AssetIn(),
-        "chunk_vectors": AssetIn(),
-        "sentence_vectors": AssetIn(),
-        "image_vectors": AssetIn(),
-        "object_vectors": AssetIn(),
+        "chunk_vectors": AssetIn(metadata=ON_DISK),
+        "sentence_vectors": AssetIn(metadata=ON_DISK),
+        "image_vectors": AssetIn(metadata=ON_DISK),
+        "object_vectors": AssetIn(metadata=ON_DISK),
         "documents": AssetIn(),
         "chunks": AssetIn(),
         "sentences": AssetIn(),
@@ -78,8 +83,8 @@ def graph(
         "entity_mentions": AssetIn(),
         "document_entities": AssetIn(),
         "relations": AssetIn(),
-        "document_entity_vectors": AssetIn(),
-        "relation_vectors": AssetIn(),
+        "document_entity_vectors": AssetIn(metadata=ON_DISK),
+        "relation_vectors": AssetIn(metadata=ON_DISK),
         "cross_modal_links": AssetIn(),
     },
     group_name="index",
@@ -94,10 +99,10 @@ def retrieval_index(
     encoder: EncoderResource,
     storage: StorageResource,
     graph: Graph,
-    chunk_vectors: pl.DataFrame,
-    sentence_vectors: pl.DataFrame,
-    image_vectors: pl.DataFrame,
-    object_vectors: pl.DataFrame,
+    chunk_vectors: PartitionedParquet,
+    sentence_vectors: PartitionedParquet,
+    image_vectors: PartitionedParquet,
+    object_vectors: PartitionedParquet,
     documents: pl.DataFrame,
     chunks: pl.DataFrame,
     sentences: pl.DataFrame,
@@ -106,8 +111,8 @@ def retrieval_index(
     entity_mentions: pl.DataFrame,
     document_entities: pl.DataFrame,
     relations: pl.DataFrame,
-    document_entity_vectors: pl.DataFrame,
-    relation_vectors: pl.DataFrame,
+    document_entity_vectors: PartitionedParquet,
+    relation_vectors: PartitionedParquet,
     cross_modal_links: pl.DataFrame,
 ) -> MaterializeResult:
     info = encoder.get(storage.path / "index").info
@@ -180,7 +185,7 @@ def recorded_encoders(instance: DagsterInstance, partitions: list[str]) -> dict[
 
 
 def _refuse_broken_inputs(
-    context: AssetExecutionContext, graph: Graph, tables: dict[str, pl.DataFrame], encoder_id: str
+    context: AssetExecutionContext, graph: Graph, tables: dict[str, pl.DataFrame | Partitioned], encoder_id: str
 ) -> None:
     """Never publish a broken index: re-validate the inputs, honour failed blocking checks upstream, and
     refuse vectors of partitions embedded by another encoder than the one this publish records."""

@@ -29,6 +29,7 @@ import itertools
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -52,10 +53,17 @@ KEY_COLUMNS = ("entity_key", "subject_key", "object_key")
 DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "twowiki" / "questions_dev.json"
 
 
-def tile(frames: dict, copies: int, seed: int = 0) -> dict:
-    """Each table repeated ``copies`` times with suffixed ids and Heaps-law entity sharing (module docstring)."""
+def tile(frames: dict, copies: int, seed: int = 0, vectors_dir: Path | None = None) -> dict:
+    """Each table repeated ``copies`` times with suffixed ids and Heaps-law entity sharing (module docstring).
+
+    With ``vectors_dir``, tables with vectors are written there as one Parquet file per partition, as the
+    pipeline stores them, and returned as ``PartitionedParquet`` (what the ``retrieval_index`` asset gets):
+    the tiled vectors are never in memory whole.
+    """
     import numpy as np
     import polars as pl
+
+    from mmkg.partitioned import PartitionedParquet
 
     rng = np.random.default_rng(seed)
     vocab = max(1, round(copies**HEAPS))
@@ -79,8 +87,18 @@ def tile(frames: dict, copies: int, seed: int = 0) -> dict:
                 noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
                 dim = vecs.shape[1]
                 part = part.with_columns(pl.Series("vector", noisy.astype(np.float32), dtype=pl.Array(pl.Float32, dim)))
+            if vectors_dir is not None and "vector" in df.columns:
+                folder = vectors_dir / name
+                folder.mkdir(parents=True, exist_ok=True)
+                for (key,), rows in part.partition_by("partition", as_dict=True).items():
+                    rows.write_parquet(folder / f"{key}.parquet")
+                continue
             parts.append(part)
-        out[name] = pl.concat(parts, how="vertical_relaxed")
+        if vectors_dir is not None and "vector" in df.columns:
+            paths = sorted((vectors_dir / name).glob("*.parquet"))
+            out[name] = PartitionedParquet(name, {p.stem: p for p in paths})
+        else:
+            out[name] = pl.concat(parts, how="vertical_relaxed")
     return out
 
 
@@ -96,7 +114,9 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int) -> dic
     source = {n: pl.concat([pl.read_parquet(data / "tables" / n / f"{p}.parquet") for p in partitions],
                            how="vertical_relaxed") for n in TABLES}  # fmt: skip
     copies = max(1, math.ceil(size / source["chunks"].height))
-    t = tile(source, copies)
+    tables = work / f"tables-{size}"
+    shutil.rmtree(tables, ignore_errors=True)
+    t = tile(source, copies, vectors_dir=tables)
     del source
     root = work / f"index-{size}"
     figures: dict = {"size": size, "copies": copies, "chunks": t["chunks"].height, "sentences": t["sentences"].height,
@@ -119,6 +139,7 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int) -> dic
     figures["global_build_peak_gib"] = mem.peak_bytes / 2**30
     del graph, payload, vectors, t
     figures["disk_mib"] = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**20
+    shutil.rmtree(tables, ignore_errors=True)
 
     # the reader in a fresh process: its resident memory is the index's, not the tiled tables' left-overs
     cmd = [sys.executable, __file__, "--data-root", str(data), "--work-dir", str(work), "--questions", str(questions),
@@ -172,8 +193,6 @@ def main(
     if one_size:  # the child process of one size
         print(json.dumps(one(data_root, one_size, work_dir, questions, repeats)))
         return
-    import shutil
-
     rows = []
     for size in [int(s) for s in sizes.split(",")]:
         shutil.rmtree(work_dir / f"index-{size}", ignore_errors=True)

@@ -9,7 +9,7 @@ over everything it is about to publish, and downstream jobs can call them on tab
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from mmkg import schemas
 from mmkg.graph import NODE_KINDS, Graph
 from mmkg.incidence import Incidence
+from mmkg.partitioned import Partitioned
 
 #: Columns that identify a row of each table (unique, never null) within one partition.
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
@@ -292,16 +293,29 @@ def check_partition_tables(tables: Mapping[str, pl.DataFrame], partition: str) -
     return out
 
 
-def split_partitions(tables: Mapping[str, pl.DataFrame]) -> dict[str, dict[str, pl.DataFrame]]:
-    """Concatenated all-partition frames -> one dict of frames per partition."""
-    keys = sorted({p for df in tables.values() if "partition" in df.columns for p in df["partition"].drop_nulls()})
-    out: dict[str, dict[str, pl.DataFrame]] = {}
-    for key in keys:
-        out[key] = {
-            name: df.filter(pl.col("partition") == key) if "partition" in df.columns else df
-            for name, df in tables.items()
-        }
-    return out
+def split_partitions(
+    tables: Mapping[str, pl.DataFrame | Partitioned],
+) -> Iterator[tuple[str, dict[str, pl.DataFrame]]]:
+    """All-partition tables -> each partition's frames, one partition at a time (in key order).
+
+    A table still on disk (``mmkg.partitioned``) is read a partition at a time: the publish validates
+    every partition's vectors without holding them all.
+    """
+    keys: set[str] = set()
+    for df in tables.values():
+        if isinstance(df, pl.DataFrame):
+            if "partition" in df.columns:
+                keys.update(df["partition"].drop_nulls().unique().to_list())
+        else:
+            keys.update(df.partitions())
+    for key in sorted(keys):
+        out: dict[str, pl.DataFrame] = {}
+        for name, df in tables.items():
+            if not isinstance(df, pl.DataFrame):
+                out[name] = df.read(key)
+            else:
+                out[name] = df.filter(pl.col("partition") == key) if "partition" in df.columns else df
+        yield key, out
 
 
 # -- graph ----------------------------------------------------------------------------------------
@@ -559,14 +573,16 @@ def check_index_units(vector_ids: Mapping[str, Sequence[str]], unit_ids: Mapping
 # -- what retrieval_index runs before publishing --------------------------------------------------
 
 
-def validate_publish_inputs(tables: Mapping[str, pl.DataFrame], graph: Graph | None = None) -> list[CheckResult]:
+def validate_publish_inputs(
+    tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph | None = None
+) -> list[CheckResult]:
     """Every check over the inputs of an index version; returns the failures (empty when all pass).
 
     ``tables`` holds all-partition frames (tables and ``*_vectors``); they are split by partition so a
     failure names the partition it is in.
     """
     results: list[CheckResult] = []
-    for partition, parts in split_partitions(tables).items():
+    for partition, parts in split_partitions(tables):
         results += check_partition_tables(parts, partition)
     if graph is not None:
         need = ("chunks", "entity_mentions", "relations", "images", "objects")
@@ -578,7 +594,7 @@ def validate_publish_inputs(tables: Mapping[str, pl.DataFrame], graph: Graph | N
     return [r for r in results if not r.passed]
 
 
-def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame], graph: Graph) -> CheckResult:
+def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph) -> CheckResult:
     """After shared units are collapsed as the publish does it, one vector row per graph node (chunks, images)
     and per unit (sentences, objects, document entities, relations) in every index table.
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from mmkg import schemas
 from mmkg.atomic import atomic_path
+from mmkg.partitioned import PartitionedParquet, read_parquet_files
 from mmkg.settings import get_settings
 
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
@@ -52,24 +53,31 @@ class PolarsParquetIOManager(ConfigurableIOManager):
             {"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size, "rows": obj.height}
         )
 
-    def load_input(self, context: InputContext) -> pl.DataFrame:
+    def load_input(self, context: InputContext) -> pl.DataFrame | PartitionedParquet:
         """The asset's frame (every partition's, concatenated, for an unpartitioned reader).
 
         An input declared with ``AssetIn(..., metadata={"columns": [...]})`` reads only those columns:
         a check that compares ids need not read 384 floats per row (``graph_vectors_match_nodes``).
+        One declared with ``metadata={"partitioned": True}`` gets the partitions' files unread
+        (``mmkg.partitioned.PartitionedParquet``): the publish reads vectors a batch at a time.
         """
         asset = context.asset_key.path[-1]
-        columns = (context.definition_metadata or {}).get("columns")
+        metadata = context.definition_metadata or {}
+        columns = metadata.get("columns")
         if not context.has_asset_partitions:
             return self._read(asset, [self._path(asset, None)], columns)
         keys = sorted(context.asset_partition_keys)
-        return self._read(asset, [self._path(asset, k) for k in keys], columns)
+        paths = [self._path(asset, k) for k in keys]
+        if metadata.get("partitioned"):
+            self._require(asset, paths)
+            return PartitionedParquet(asset, dict(zip(keys, paths, strict=True)))
+        return self._read(asset, paths, columns)
 
     def read(self, asset: str, partition: str | None, columns: list[str] | None = None) -> pl.DataFrame:
         """One partition's frame (the whole table when ``partition`` is None), as ``load_input`` reads it."""
         return self._read(asset, [self._path(asset, partition)], columns)
 
-    def _read(self, asset: str, paths: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
+    def _require(self, asset: str, paths: list[Path]) -> None:
         missing = [p for p in paths if not p.exists()]
         if missing:
             names = ", ".join(p.stem for p in missing[:5]) + (" …" if len(missing) > 5 else "")
@@ -77,21 +85,7 @@ class PolarsParquetIOManager(ConfigurableIOManager):
                 f"{asset}: no Parquet file for {names} under {Path(self.base_dir) / asset}; "
                 f"materialize {asset} for those partitions first"
             )
-        schema = schemas.TABLES.get(asset)
-        if not paths:
-            empty = schemas.empty(schema) if schema else pl.DataFrame()
-            return empty.select(columns) if columns and schema else empty
-        frames = [pl.read_parquet(p, columns=self._present(p, columns)) for p in paths]
-        if asset in schemas.ADDED_COLUMNS:  # partitions written before a column was added read with nulls in it
-            frames = [schemas.with_added_columns(f, asset) for f in frames]
-        if columns:
-            frames = [f.select(columns) for f in frames]
-        return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
 
-    @staticmethod
-    def _present(path: Path, columns: list[str] | None) -> list[str] | None:
-        """Of ``columns``, those the file holds (a column added to the schema later is filled in after)."""
-        if not columns:
-            return None
-        have = pl.read_parquet_schema(path)
-        return [c for c in columns if c in have]
+    def _read(self, asset: str, paths: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
+        self._require(asset, paths)
+        return read_parquet_files(asset, paths, columns)

@@ -25,6 +25,7 @@ from mmkg.index.manifest import current_version, list_versions
 from mmkg.index.publish import PublishError, payload_tables, publish_index
 from mmkg.index.units import collapse
 from mmkg.ingest.images import hash_distance, perceptual_hash
+from mmkg.partitioned import PartitionedParquet
 
 PLACARD = "hubble_placard.jpg"
 HUBBLE_MD = """# The Hubble placard
@@ -341,3 +342,53 @@ def test_r2ag_image_query_matches_the_pictures_image_side_entities(corpus: Corpu
     showing = {"alpha/hubble.md", "alpha/records.jsonl", "alpha/report.pdf", "beta/visit.md"}
     assert set(_documents_first(res, 4)) == showing
     assert res.entities and any("Hubble" in e.name for e in res.entities)
+
+
+def _on_disk(data: Path, asset: str) -> PartitionedParquet:
+    return PartitionedParquet(asset, {p.stem: p for p in sorted((data / "tables" / asset).glob("*.parquet"))})
+
+
+def _lance(root: Path, version: str) -> dict[str, dict[str, tuple]]:
+    """Every LanceDB table of a version: id -> (owner partition, owner document, vector)."""
+    manifest = Index.open(root, version=version, encoder=False).manifest
+    db = lancedb.connect(str(root / "lance"))
+    out = {}
+    for name, pinned in manifest.lance_versions.items():
+        tbl = db.open_table(name)
+        tbl.checkout(pinned)
+        rows = tbl.to_arrow().to_pylist()
+        out[name] = {r["id"]: (r["partition"], r["doc_id"], tuple(round(x, 6) for x in r["vector"])) for r in rows}
+    return out
+
+
+def test_vectors_read_from_the_partition_files_a_batch_at_a_time_publish_the_same_index(
+    corpus: Corpus, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The asset hands the publish its vectors as files (``mmkg.partitioned``); with batches of 3 rows, each
+    crossing partitions and the shared picture's rows, the index is the one the in-memory frames publish."""
+    import mmkg.index.publish as publish
+
+    inputs = _publish_inputs(corpus.data)
+    spec = Index.open(corpus.data / "index", encoder=False).manifest.encoder
+    in_memory = publish_index(
+        tmp_path / "a", spec, inputs["graph"], inputs["vectors"], inputs["payload"], inputs["mentions"]
+    )
+    written: list[int] = []
+    arrow = publish._arrow
+    monkeypatch.setattr(publish, "WRITE_ROWS", 3)
+    monkeypatch.setattr(publish, "_arrow", lambda df, *a: written.append(df.height) or arrow(df, *a))
+    files = {g: _on_disk(corpus.data, f"{g[:-1]}_vectors") for g in ("chunks", "sentences", "images", "objects")}
+    assert len(files["chunks"].partitions()) == 2
+    on_disk = publish_index(tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"])
+
+    assert on_disk.manifest.partitions == in_memory.manifest.partitions
+    assert on_disk.manifest.counts == in_memory.manifest.counts
+    a, b = _lance(tmp_path / "a", in_memory.version), _lance(tmp_path / "b", on_disk.version)
+    assert set(a) == set(b) >= {"chunks", "sentences", "images", "objects", "documents"}
+    for name in a:
+        assert b[name] == a[name], name
+    assert max(written) == 3 and len(written) > 10  # every table went through in batches of at most 3 rows
+    # the files publish is reused by an identical second publish, and the picture is still one unit
+    again = publish_index(tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"])
+    assert again.reused
+    assert Index.open(tmp_path / "b", encoder=False).self_check() == []

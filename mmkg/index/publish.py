@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,11 +39,12 @@ from mmkg.index.units import (
     ID_COLUMN,
     IMAGE_OCCURRENCE_COLUMNS,
     SHARED,
+    DocumentVectors,
     check_units,
     collapse,
-    document_vectors,
 )
 from mmkg.lexical import LexicalIndex
+from mmkg.partitioned import Partitioned, frame, partitioned, regroup
 
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
@@ -66,7 +67,7 @@ class PublishResult:
 
 
 def fingerprint(
-    vectors: dict[str, pl.DataFrame], graph: Graph, links: pl.DataFrame | None = None
+    vectors: Mapping[str, pl.DataFrame | Partitioned], graph: Graph, links: pl.DataFrame | None = None
 ) -> tuple[dict[str, str], str]:
     """Per-partition digests of the published ids (ids are content hashes) and one of the graph.
 
@@ -74,7 +75,10 @@ def fingerprint(
     changes without any vector changing still publishes a new version.
     """
     per: dict[str, hashlib._Hash] = {}
-    tables = {name: vectors[name].select("partition", pl.col(ID_COLUMN[name]).alias("_id")) for name in vectors}
+    tables = {
+        name: partitioned(vectors[name]).select(["partition", ID_COLUMN[name]]).rename({ID_COLUMN[name]: "_id"})
+        for name in vectors
+    }
     if links is not None and links.height:
         tables["cross_modal_links"] = links.select(
             "partition", pl.concat_str(["link_id", pl.col("entity_key").fill_null("")], separator=":").alias("_id")
@@ -112,12 +116,41 @@ def _arrow(df: pl.DataFrame, name: str, dim: int) -> pa.Table:
 WRITE_ROWS = 100_000  # rows converted and written per LanceDB call: one batch's copy in memory, not the table's
 
 
-def _create(db: Any, name: str, frame: pl.DataFrame, dim: int) -> Any:
-    """A LanceDB table holding exactly ``frame``'s rows, written ``WRITE_ROWS`` at a time."""
-    tbl = db.create_table(name, _arrow(frame.slice(0, WRITE_ROWS), name, dim), mode="overwrite")
-    for start in range(WRITE_ROWS, frame.height, WRITE_ROWS):
-        tbl.add(_arrow(frame.slice(start, WRITE_ROWS), name, dim))
-    return tbl
+def _empty_rows(name: str, dim: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={ID_COLUMN[name]: pl.String, "partition": pl.String, "doc_id": pl.String,
+                "vector": pl.Array(pl.Float32, dim)}
+    )  # fmt: skip
+
+
+def _create(db: Any, name: str, table: pl.DataFrame | Partitioned, dim: int) -> tuple[Any, int]:
+    """A LanceDB table holding exactly ``table``'s rows, read and written ``WRITE_ROWS`` at a time; and its rows.
+
+    Only one batch is converted (and, for a table on disk, read) at a time: the vectors of a large corpus
+    never sit in memory whole.
+    """
+    tbl, n = None, 0
+    for batch in partitioned(table).batches(WRITE_ROWS):
+        rows = _arrow(batch, name, dim)
+        if tbl is None:
+            tbl = db.create_table(name, rows, mode="overwrite")
+        else:
+            tbl.add(rows)
+        n += batch.height
+    if tbl is None:
+        tbl = db.create_table(name, _arrow(_empty_rows(name, dim), name, dim), mode="overwrite")
+    return tbl, n
+
+
+def _add(tbl: Any, name: str, table: pl.DataFrame | Partitioned, partitions: list[str], dim: int) -> int:
+    """Append the rows of these partitions, ``WRITE_ROWS`` at a time; returns how many."""
+    source = partitioned(table)
+    have = set(source.partitions())
+    n = 0
+    for batch in regroup((source.read(p) for p in partitions if p in have), WRITE_ROWS):
+        tbl.add(_arrow(batch, name, dim))
+        n += batch.height
+    return n
 
 
 def _in_list(values: list[str]) -> str:
@@ -237,7 +270,7 @@ def publish_index(
     root: Path,
     encoder: EncoderSpec,
     graph: Graph,
-    vectors: dict[str, pl.DataFrame],
+    vectors: Mapping[str, pl.DataFrame | Partitioned],
     payload: dict[str, pl.DataFrame],
     mentions: pl.DataFrame,
     ann_min_rows: int | None = None,
@@ -290,7 +323,7 @@ def _publish(
     root: Path,
     encoder: EncoderSpec,
     graph: Graph,
-    vectors: dict[str, pl.DataFrame],
+    vectors: Mapping[str, pl.DataFrame | Partitioned],
     payload: dict[str, pl.DataFrame],
     mentions: pl.DataFrame,
     ann_min_rows: int | None = None,
@@ -298,7 +331,8 @@ def _publish(
 ) -> PublishResult:
     """Publish a new version from every partition's vectors and tables; reuse the current one if unchanged.
 
-    ``vectors[g]`` has the id column of granularity g, ``partition``, ``doc_id`` and ``vector``;
+    ``vectors[g]`` has the id column of granularity g, ``partition``, ``doc_id`` and ``vector``, as a frame
+    or as the partitions' files (``mmkg.partitioned``), which are then read a batch at a time;
     ``payload`` holds the document, chunk, sentence, image and object tables that results quote
     from. Pictures and objects shown by several documents or partitions may come once per
     occurrence: they are published as one unit per id (``mmkg.index.units``).
@@ -317,8 +351,8 @@ def _publish(
     if not units_ok:
         raise ValidationError(f"refusing to publish to {root}: {units_ok.description}")
     if "image_occurrences" in units.payload:
-        units.vectors["documents"] = document_vectors(
-            units.vectors["chunks"], units.vectors["images"], units.payload["image_occurrences"]
+        units.vectors["documents"] = DocumentVectors(
+            partitioned(units.vectors["chunks"]), frame(units.vectors["images"]), units.payload["image_occurrences"]
         )
     root.mkdir(parents=True, exist_ok=True)
     parts, graph_fp = fingerprint(vectors, graph, payload.get("cross_modal_links"))
@@ -339,40 +373,41 @@ def _publish(
     db = lancedb.connect(str(root / "lance"))
     existing = set(db.list_tables().tables)
     lance_versions: dict[str, int] = {}
+    heights: dict[str, int] = {}
     ann: list[str] = []
     tables = [t for t in ID_COLUMN if t in units.vectors]
     for name in tables:
         # Rows (with their digests, a Python loop) are built for what is written: the whole table on a
         # first publish, the changed partitions' rows otherwise (0.8 s of a 2Wiki re-index was building
         # every row of every table only to count them).
-        frame = units.vectors[name]
+        source = units.vectors[name]
         pinned = previous.lance_versions.get(name) if previous else None
         tbl = db.open_table(name) if name in existing else None
         if tbl is None or pinned is None or "digest" not in tbl.schema.names:
             # first publish (or a table an older mmkg wrote without digests): the table is exactly these rows
-            tbl = _create(db, name, frame, encoder.dim)
+            tbl, expected = _create(db, name, source, encoder.dim)
         else:
+            expected = partitioned(source).height
             if tbl.version != pinned and not _same_rows(db, name, pinned):
                 tbl.restore(pinned)  # start from what CURRENT pins: a killed publish's edits never leak in
             failpoint(f"publish.lance.{name}.restored")
             if name in SHARED:
-                _sync_by_id(tbl, _arrow(frame, name, encoder.dim))
+                _sync_by_id(tbl, _arrow(frame(source), name, encoder.dim))
             else:
                 stale = changed + removed
                 if stale:
                     tbl.delete(f"partition IN ({_in_list(stale)})")
-                fresh = frame.filter(pl.col("partition").is_in(changed))
-                if fresh.height:
-                    tbl.add(_arrow(fresh, name, encoder.dim))
+                _add(tbl, name, source, changed, encoder.dim)
             failpoint(f"publish.lance.{name}.changed")
             if compact(root, tbl):  # pinned below, so the merged fragments are what later publishes start from
                 failpoint(f"publish.lance.{name}.compacted")
         n_rows = tbl.count_rows()
-        if n_rows != frame.height:
+        if n_rows != expected:
             raise PublishError(
                 f"LanceDB table {name} under {root / 'lance'} holds {n_rows:,} rows after the update, expected "
-                f"{frame.height:,}; CURRENT was not moved. Re-run the publish"
+                f"{expected:,}; CURRENT was not moved. Re-run the publish"
             )
+        heights[name] = n_rows
         if n_rows >= ann_min_rows:
             # Large tables get an ANN index (rebuilt after each update so new rows are indexed too).
             tbl.create_index(
@@ -422,7 +457,7 @@ def _publish(
     omi.save(folder / "m_omi.npz")
     counts = {
         **graph.counts(),
-        **{name: units.vectors[name].height for name in tables},
+        **heights,
     }
     failpoint("publish.files.written")
     files = file_sums(root, version_files(root, version, lance_versions), previous.files if previous else None)

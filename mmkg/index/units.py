@@ -18,11 +18,13 @@ same way. Each partition embeds and grounds its own copy, and the index keeps on
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from mmkg.partitioned import FramePartitions, Partitioned, frame, partitioned, regroup
 from mmkg.validation import CheckResult, check_index_units
 
 #: LanceDB table -> id column, for every unit kind of the index
@@ -80,21 +82,24 @@ def mean_vectors(vectors: pl.DataFrame, id_col: str) -> pl.DataFrame:
 class Units:
     """What one index version publishes per unit kind, shared units collapsed to one row per id."""
 
-    vectors: dict[str, pl.DataFrame]  # LanceDB rows: id column, partition (owner), doc_id (owner), vector
+    # LanceDB rows: id column, partition (owner), doc_id (owner), vector. Shared units are frames; the
+    # others may stay on disk (``mmkg.partitioned``) and be read a batch at a time.
+    vectors: dict[str, pl.DataFrame | Partitioned]
     payload: dict[str, pl.DataFrame]  # documents, chunks, sentences, images, objects + the two occurrence tables
 
 
-def collapse(vectors: dict[str, pl.DataFrame], payload: dict[str, pl.DataFrame]) -> Units:
+def collapse(vectors: Mapping[str, pl.DataFrame | Partitioned], payload: dict[str, pl.DataFrame]) -> Units:
     """Per-partition vectors and tables -> one unit per content id, occurrences kept apart.
 
     ``payload["images"]`` / ``payload["objects"]`` may hold one row per occurrence (the concatenated
     partition tables); the result holds one row per id, plus ``image_occurrences`` and
     ``object_occurrences`` with one row per place the unit is shown. Tables not given are left out.
+    Shared units' vectors are read into memory (pictures and objects are few); the others are passed on.
     """
     out_vectors = dict(vectors)
     for name in SHARED:
         if name in vectors:
-            out_vectors[name] = mean_vectors(vectors[name], ID_COLUMN[name])
+            out_vectors[name] = mean_vectors(frame(vectors[name]), ID_COLUMN[name])
     out = dict(payload)
     if "images" in payload:
         images = payload["images"]
@@ -158,6 +163,53 @@ def document_vectors(
     )
 
 
+@dataclass(frozen=True)
+class DocumentVectors:
+    """``document_vectors`` computed a partition at a time as the table is read (a document is in one partition).
+
+    A corpus of short documents has about as many documents as chunks, so this table is as large as the
+    chunks' and is never held whole when the chunks' vectors stay on disk.
+    """
+
+    chunks: Partitioned
+    images: pl.DataFrame  # collapsed image vectors: image_id, vector
+    occurrences: pl.DataFrame  # image_occurrences: image_id, doc_id, partition, ...
+
+    def partitions(self) -> list[str]:
+        have = self.chunks.partitions()
+        extra = set(self.occurrences["partition"].unique().to_list()) - set(have)
+        return [*have, *sorted(extra)]
+
+    def read(self, partition: str, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        occurrences = self.occurrences.filter(pl.col("partition") == partition)
+        out = document_vectors(self.chunks.read(partition, ["doc_id", "partition", "vector"]), self.images, occurrences)
+        return out.select(columns) if columns else out
+
+    def select(self, columns: Sequence[str]) -> pl.DataFrame:
+        if "vector" in columns:
+            return pl.concat([self.read(p, columns) for p in self.partitions()], how="vertical")
+        keys = pl.concat(
+            [
+                self.chunks.select(["doc_id", "partition"]),
+                self.occurrences.join(self.images.select("image_id"), on="image_id").select("doc_id", "partition"),
+            ],
+            how="vertical",
+        )
+        return keys.unique("doc_id", keep="first", maintain_order=True).sort("doc_id").select(columns)
+
+    def batches(self, rows: int) -> Iterator[pl.DataFrame]:
+        if isinstance(self.chunks, FramePartitions):  # in memory already: one pass, not one filter per partition
+            return regroup(iter([document_vectors(self.chunks.df, self.images, self.occurrences)]), rows)
+        return regroup((self.read(p) for p in self.partitions()), rows)
+
+    def frame(self) -> pl.DataFrame:
+        return document_vectors(self.chunks.frame(), self.images, self.occurrences)
+
+    @property
+    def height(self) -> int:
+        return self.select(["doc_id"]).height
+
+
 def expected_unit_ids(graph_nodes: pl.DataFrame, payload: dict[str, pl.DataFrame]) -> dict[str, list[str]]:
     """What each index table must hold one vector for: the graph's chunk and image nodes, the payload's other units."""
     out = {
@@ -176,6 +228,6 @@ def check_units(units: Units, graph_nodes: pl.DataFrame) -> CheckResult:
     asset check both require."""
     expected = expected_unit_ids(graph_nodes, units.payload)
     return check_index_units(
-        {t: df[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
+        {t: partitioned(df).select([ID_COLUMN[t]])[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
         {t: expected.get(t, []) for t in units.vectors},
     )
