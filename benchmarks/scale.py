@@ -13,6 +13,9 @@ sharing) or one graph whose hubs grow k-fold (full sharing). Vectors are the sou
 Gaussian noise (σ 0.02 per dimension, then unit length), so no two copies tie. What does not scale
 this way: document titles repeat (the second hop's own-page lookup sees k pages per title).
 
+The tiled vectors are written as one Parquet file per partition, as the pipeline stores them, and the
+publish reads them from there (``mmkg.partitioned``), as the ``retrieval_index`` asset does.
+
 **What is measured, per size, in a fresh process:** the global steps of a publish (``build_graph``,
 ``payload_tables`` and ``publish_index``: LanceDB tables, BM25, checksums, the new version's own
 self-check), their peak memory, the index's size on disk, ``Index.open`` time and the resident
@@ -87,14 +90,14 @@ def tile(frames: dict, copies: int, seed: int = 0, vectors_dir: Path | None = No
                 noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
                 dim = vecs.shape[1]
                 part = part.with_columns(pl.Series("vector", noisy.astype(np.float32), dtype=pl.Array(pl.Float32, dim)))
-            if vectors_dir is not None and "vector" in df.columns:
+            if vectors_dir is not None and "vector" in df.columns and df.height:
                 folder = vectors_dir / name
                 folder.mkdir(parents=True, exist_ok=True)
                 for (key,), rows in part.partition_by("partition", as_dict=True).items():
                     rows.write_parquet(folder / f"{key}.parquet")
                 continue
             parts.append(part)
-        if vectors_dir is not None and "vector" in df.columns:
+        if vectors_dir is not None and "vector" in df.columns and df.height:
             paths = sorted((vectors_dir / name).glob("*.parquet"))
             out[name] = PartitionedParquet(name, {p.stem: p for p in paths})
         else:
