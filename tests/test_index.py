@@ -450,3 +450,39 @@ def test_a_publish_refuses_partitions_embedded_by_another_encoder(tmp_path: Path
     assert "vectors of 1 partition(s) were made by another encoder" in message
     assert "space (text:all-MiniLM-L6-v2:384)" in message and "mmkg index build --force" in message
     assert not (data / "index" / "CURRENT").exists()  # nothing was published
+
+
+def test_evidence_lookups_read_rows_in_any_payload_order(built: Built):
+    """The reader's lookups keep id -> row numbers, not copies of rows. The publish writes chunks and
+    sentences in the graph's and the incidence matrix's order, and the lookups then reuse the reader's
+    position dicts; a payload in another order (an older version, a hand-edited one) must read the same."""
+    from mmkg.retrieval.evidence import Lookups
+
+    idx = Index.open(built.data / "index", encoder=False)
+    aligned = Lookups.build(idx)
+    assert aligned.chunks._row is idx.positions["chunks"]  # nothing duplicated on a published version
+    assert aligned.sentence_text._row is idx.positions["sentences"]
+    expected = {
+        cid: (aligned.chunks[cid], aligned.sentences.get(cid, []), [aligned.sentence_text[s] for _, s, _ in
+              aligned.sentences.get(cid, [])])
+        for cid in idx.chunks["chunk_id"].to_list()
+    }  # fmt: skip
+    assert sum(len(s) for _, s, _ in expected.values()) == idx.sentences.height
+    for cid, (row, sentences, texts) in expected.items():
+        assert row["chunk_id"] == cid and row["text"]
+        assert [idx.m_smi.row_ids[pos] for pos, _, _ in sentences] == [sid for _, sid, _ in sentences]
+        assert texts == [text for _, _, text in sentences]
+
+    idx.chunks = idx.chunks.reverse()
+    idx.sentences = idx.sentences.sample(fraction=1.0, shuffle=True, seed=7)
+    shuffled = Lookups.build(idx)
+    assert shuffled.chunks._row is not idx.positions["chunks"]
+    for cid, (row, sentences, texts) in expected.items():
+        assert shuffled.chunks[cid] == row
+        got = shuffled.sentences.get(cid, [])
+        assert sorted(got) == sorted(sentences)  # the same (matrix row, id, text) triples
+        assert [shuffled.sentence_text[s] for _, s, _ in sentences] == texts
+    assert "no-such-chunk" not in shuffled.chunks and shuffled.chunks.get("no-such-chunk") is None
+    names = shuffled.entity_names
+    key = idx.entities["entity_key"][0]
+    assert names[key] == (idx.entities["name"][0], idx.entities["label"][0]) and names.get("no-such-key") is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -710,7 +710,7 @@ class Index:
         pos = self.positions["chunks"]
         return [pos[c] for c in chunk_ids if c in pos]
 
-    def entity_names(self) -> dict[str, tuple[str, str]]:
+    def entity_names(self) -> Mapping[str, tuple[str, str]]:
         """Entity key -> (name, label) for this version's entities (built once per reader)."""
         return self.lookups.entity_names
 

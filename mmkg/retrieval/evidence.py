@@ -4,16 +4,18 @@ Every strategy ranks chunk rows of the graph; this module turns them into ``Retr
 with each chunk's best sentences, the pictures it shows (and every place the corpus shows them), the
 objects found in them, and turns entity nodes and triples into ``EntityHit`` and ``RelationHit``.
 The lookups it needs are built once per open index (``Lookups.build``), so a query's evidence costs
-dictionary reads, not table scans. ``Index`` keeps thin methods over these functions, the names
+dictionary reads and row reads, not table scans. ``Index`` keeps thin methods over these functions, the names
 strategies and downstream code call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import polars as pl
 
 from mmkg.retrieval.results import (
     EntityHit,
@@ -31,26 +33,104 @@ if TYPE_CHECKING:
 SENTENCES_PER_CHUNK = 3  # best sentences reported with each chunk
 
 
+class RowsById(Mapping[str, Any]):
+    """A payload frame's rows by id, read from the frame when asked for.
+
+    What a dict of every row held as Python objects cost: at 103k chunks (332k sentences, 249k
+    entities) the reader's lookups took 0.47 GiB, every text held twice, once in the frame and once
+    as Python strings; a query reads a few dozen rows. Only an id -> row number dict is kept.
+    ``columns`` picks what a row is: a dict of every column (None), one column's value (a str), or a
+    tuple of columns.
+    """
+
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        key: str,
+        columns: str | tuple[str, ...] | None = None,
+        positions: tuple[pl.Series, Mapping[str, int]] | None = None,
+    ):
+        """``positions``: ids in some order and their id -> row dict (the reader's graph and matrix orders);
+        reused instead of a new dict when the frame's ids are in that very order."""
+        self._frame = frame
+        if positions is not None and _same_order(frame[key], positions[0]):
+            self._row: Mapping[str, int] = positions[1]
+        else:
+            self._row = {k: i for i, k in enumerate(frame[key].to_list())}
+        self._columns = columns
+        self._series = {c: frame[c] for c in ((columns,) if isinstance(columns, str) else columns or ())}
+
+    def __getitem__(self, key: str) -> Any:
+        i = self._row[key]
+        if self._columns is None:
+            return self._frame.row(i, named=True)
+        if isinstance(self._columns, str):
+            return self._series[self._columns][i]
+        return tuple(self._series[c][i] for c in self._columns)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
+def _same_order(a: pl.Series, b: pl.Series) -> bool:
+    return a.len() == b.len() and bool((a.to_numpy() == b.to_numpy()).all())
+
+
+class SentencesByChunk(Mapping[str, list[tuple[int, str, str]]]):
+    """Chunk id -> ``(sentence row, sentence id, text)`` of its sentences in order, built when asked for.
+
+    Sentence rows are the incidence matrix's (``m_smi``); the publish writes the sentence payload in that
+    order, and when a version's payload is in another order the rows are mapped through ``positions``.
+    """
+
+    def __init__(self, sentences: pl.DataFrame, positions: Mapping[str, int], row_ids: pl.Series):
+        self._ids = sentences["sentence_id"]
+        self._text = sentences["text"]
+        self._pos = None if _same_order(self._ids, row_ids) else positions
+        grouped = sentences.select("chunk_id").with_row_index("_r").group_by("chunk_id", maintain_order=True).agg("_r")
+        self._rows = dict(zip(grouped["chunk_id"].to_list(), grouped["_r"].to_numpy(), strict=True))
+
+    def __getitem__(self, chunk_id: str) -> list[tuple[int, str, str]]:
+        out = []
+        for r in self._rows[chunk_id].tolist():
+            sid = self._ids[r]
+            out.append((self._pos[sid] if self._pos is not None else r, sid, self._text[r]))
+        return out
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 @dataclass(frozen=True)
 class Lookups:
     """Row lookups of one index version, keyed by id."""
 
-    chunks: dict[str, dict]  # chunk id -> payload row
-    sentences: dict[str, list[tuple[int, str, str]]]  # chunk id -> (sentence row, sentence id, text), in order
-    sentence_text: dict[str, str]
+    chunks: Mapping[str, dict]  # chunk id -> payload row
+    sentences: Mapping[str, list[tuple[int, str, str]]]  # chunk id -> (sentence row, sentence id, text), in order
+    sentence_text: Mapping[str, str]
     images: dict[str, dict]  # image id -> payload row
     image_node: dict[str, int]  # image id -> graph node
     objects: dict[str, list[dict]]  # chunk id -> object rows of its pictures
     occurrences: dict[str, list[ImageOccurrence]]  # image id -> every place the corpus shows it
     shown_as: dict[tuple[str, str], str]  # (image id, doc id) -> how that document shows it
-    entity_names: dict[str, tuple[str, str]]  # entity key -> (name, label)
+    entity_names: Mapping[str, tuple[str, str]]  # entity key -> (name, label)
 
     @classmethod
     def build(cls, index: Index) -> Lookups:
-        sent_pos = {s: i for i, s in enumerate(index.m_smi.row_ids.tolist())}
-        by_chunk: dict[str, list[tuple[int, str, str]]] = {}
-        for sid, cid, text in index.sentences.select("sentence_id", "chunk_id", "text").iter_rows():
-            by_chunk.setdefault(cid, []).append((sent_pos[sid], sid, text))
+        sentence_order = pl.Series(index.m_smi.row_ids, dtype=pl.String)
+        sentence_pos, chunk_pos = index.positions["sentences"], index.positions["chunks"]
         object_rows = {o["object_id"]: o for o in index.objects.iter_rows(named=True)}
         objects: dict[str, list[dict]] = {}
         for oid, cid in index.object_occurrences.select("object_id", "chunk_id").iter_rows():
@@ -73,19 +153,15 @@ class Lookups:
             shown_as.setdefault((o["image_id"], o["doc_id"]), o.get("source") or "")
         entities = index.entities
         return cls(
-            chunks={c["chunk_id"]: c for c in index.chunks.iter_rows(named=True)},
-            sentences=by_chunk,
-            sentence_text=dict(index.sentences.select("sentence_id", "text").iter_rows()),
+            chunks=RowsById(index.chunks, "chunk_id", positions=(index.meta["chunks"]["id"], chunk_pos)),
+            sentences=SentencesByChunk(index.sentences, sentence_pos, sentence_order),
+            sentence_text=RowsById(index.sentences, "sentence_id", "text", (sentence_order, sentence_pos)),
             images={i["image_id"]: i for i in index.images.iter_rows(named=True)},
             image_node={key: index.n_chunks + j for j, key in enumerate(index.meta["images"]["id"].to_list())},
             objects=objects,
             occurrences=occurrences,
             shown_as=shown_as,
-            entity_names=(
-                {k: (n, lab) for k, n, lab in entities.select("entity_key", "name", "label").iter_rows()}
-                if entities is not None
-                else {}
-            ),
+            entity_names=(RowsById(entities, "entity_key", ("name", "label")) if entities is not None else {}),
         )
 
 
