@@ -179,6 +179,14 @@ class Index:
         )
         self.m_smi = Incidence.load(folder / "m_smi.npz")
         self.m_omi = Incidence.load(folder / "m_omi.npz")
+        # Both matrices' columns are the graph's entities. Loaded, each is a fixed-width unicode array (4
+        # bytes x the longest key per entity: 104 MB each at 103k chunks); one array of Python strings is
+        # kept for both instead.
+        self.m_smi.col_ids = self.m_smi.col_ids.astype(object)
+        if np.array_equal(self.m_omi.col_ids, self.m_smi.col_ids):
+            self.m_omi.col_ids = self.m_smi.col_ids
+        else:
+            self.m_omi.col_ids = self.m_omi.col_ids.astype(object)
         nodes = self.graph.nodes
         self.n_chunks = int((nodes["kind"] == "chunk").sum())
         self.n_images = int((nodes["kind"] == "image").sum())
