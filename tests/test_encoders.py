@@ -520,6 +520,11 @@ def test_reader_embeds_queries_with_the_runtime_its_index_was_built_with(tmp_pat
         built = subprocess.run([sys.executable, "-c", auto], capture_output=True, text=True, check=True,
                                env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
         assert built.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]
+    # nor does an explicit CPU device, on any machine (torch was imported to answer it: 0.5 GiB resident)
+    cpu = code.replace("runtime='onnx-int8'", "runtime='auto', device='cpu'")
+    on_cpu = subprocess.run([sys.executable, "-c", cpu], capture_output=True, text=True, check=True,
+                            env={**__import__("os").environ, "MMKG_MODEL_CACHE": str(tmp_path)})  # fmt: skip
+    assert on_cpu.stdout.split() == ["text:all-MiniLM-L6-v2:384:onnx-int8", "False"]
 
 
 def test_span_vectors_come_from_the_texts_own_pass(onnx_int8):
