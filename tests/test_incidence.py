@@ -131,13 +131,21 @@ def test_incidence_entries(example):
 def test_roundtrip_without_pickle(tmp_path: Path, example):
     entities, mentions, sentences, objects = example
     nodes = multimodal_nodes("p", entities, mentions, objects)
-    smi = incidence_matrices(nodes, sentences, mentions, objects)["m_smi"]
+    m = incidence_matrices(nodes, sentences, mentions, objects)
+    smi = m["m_smi"]
     smi.save(tmp_path / "m_smi.npz")
+    m["m_omi"].save(tmp_path / "m_omi.npz")
     with np.load(tmp_path / "m_smi.npz", allow_pickle=False) as z:
         assert set(z.files) == {"version", "shape", "data", "indices", "indptr", "row_ids", "col_ids"}
     back = Incidence.load(tmp_path / "m_smi.npz")
     assert back.row_ids.tolist() == smi.row_ids.tolist() and back.col_ids.tolist() == smi.col_ids.tolist()
     assert (back.matrix != smi.matrix).nnz == 0
+    # the entity keys come back as Python strings, and a matrix over the same entities shares them
+    assert back.col_ids.dtype == object
+    omi = Incidence.load(tmp_path / "m_omi.npz", columns_like=back)
+    assert omi.col_ids is back.col_ids and (omi.matrix != m["m_omi"].matrix).nnz == 0
+    other = build_incidence([], ["someone else"], [])
+    assert Incidence.load(tmp_path / "m_omi.npz", columns_like=other).col_ids.tolist() == smi.col_ids.tolist()
     assert not list(tmp_path.glob(".*"))  # no temp file left behind
 
 

@@ -178,15 +178,7 @@ class Index:
             else self.objects.select("object_id", "chunk_id", "doc_id", "partition")
         )
         self.m_smi = Incidence.load(folder / "m_smi.npz")
-        self.m_omi = Incidence.load(folder / "m_omi.npz")
-        # Both matrices' columns are the graph's entities. Loaded, each is a fixed-width unicode array (4
-        # bytes x the longest key per entity: 104 MB each at 103k chunks); one array of Python strings is
-        # kept for both instead.
-        self.m_smi.col_ids = self.m_smi.col_ids.astype(object)
-        if np.array_equal(self.m_omi.col_ids, self.m_smi.col_ids):
-            self.m_omi.col_ids = self.m_smi.col_ids
-        else:
-            self.m_omi.col_ids = self.m_omi.col_ids.astype(object)
+        self.m_omi = Incidence.load(folder / "m_omi.npz", columns_like=self.m_smi)  # the same entities
         nodes = self.graph.nodes
         self.n_chunks = int((nodes["kind"] == "chunk").sum())
         self.n_images = int((nodes["kind"] == "image").sum())
