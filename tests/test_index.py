@@ -178,16 +178,22 @@ def test_sample_graph_loads_everywhere_and_engines_agree(built: Built):
         assert list(np.argsort(-r)[:10]) == list(np.argsort(-ref)[:10]), name
 
 
-def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Tables over the ANN threshold are searched through LanceDB's index; small IVF_FLAT here is exact."""
+def _publish_with_ann(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_type: str) -> Path:
+    """The sample's tables re-published into a new data root with an ANN index on every table of 100+ rows."""
     import mmkg.index.publish as publish
 
     data = tmp_path / "data"
     shutil.copytree(built.data, data, ignore=shutil.ignore_patterns("index"))
     monkeypatch.setattr(publish, "ANN_MIN_ROWS", 100)
-    monkeypatch.setattr(publish, "ANN_INDEX_TYPE", "IVF_FLAT")
+    monkeypatch.setattr(publish, "ANN_INDEX_TYPE", index_type)
     resources = default_resources(built.corpus, data)
     assert materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=resources, selection=GLOBAL).success
+    return data
+
+
+def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Tables over the ANN threshold are searched through LanceDB's index; small IVF_FLAT here is exact."""
+    data = _publish_with_ann(built, tmp_path, monkeypatch, "IVF_FLAT")
     ann = Index.open(data / "index")
     # the sample's larger tables: MG2-RAG's sentences, mKG-RAG's entities per document and relations
     assert ann.manifest.ann_indexed == ["sentences", "document_entities", "relations"] and "sentences" in ann.tables
@@ -209,14 +215,7 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
 
 def test_product_quantized_tables_give_exact_cosines(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """IVF_PQ's own distances are quantized; the reader re-ranks its candidates by the stored vectors."""
-    import mmkg.index.publish as publish
-
-    data = tmp_path / "data"
-    shutil.copytree(built.data, data, ignore=shutil.ignore_patterns("index"))
-    monkeypatch.setattr(publish, "ANN_MIN_ROWS", 100)
-    monkeypatch.setattr(publish, "ANN_INDEX_TYPE", "IVF_PQ")
-    resources = default_resources(built.corpus, data)
-    assert materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=resources, selection=GLOBAL).success
+    data = _publish_with_ann(built, tmp_path, monkeypatch, "IVF_PQ")
     pq, exact = Index.open(data / "index"), Index.open(built.data / "index")
     assert "sentences" in pq.tables and "sentences" not in exact.tables
     q = exact.encode_text("Who found a moth in the Harvard Mark II relay?")
@@ -460,8 +459,8 @@ def test_evidence_lookups_read_rows_in_any_payload_order(built: Built):
 
     idx = Index.open(built.data / "index", encoder=False)
     aligned = Lookups.build(idx)
-    assert aligned.chunks._row is idx.positions["chunks"]  # nothing duplicated on a published version
-    assert aligned.sentence_text._row is idx.positions["sentences"]
+    assert aligned.chunks._keys is idx.positions["chunks"]  # nothing duplicated on a published version
+    assert aligned.sentence_text._keys is idx.positions["sentences"]
     expected = {
         cid: (aligned.chunks[cid], aligned.sentences.get(cid, []), [aligned.sentence_text[s] for _, s, _ in
               aligned.sentences.get(cid, [])])
@@ -476,7 +475,7 @@ def test_evidence_lookups_read_rows_in_any_payload_order(built: Built):
     idx.chunks = idx.chunks.reverse()
     idx.sentences = idx.sentences.sample(fraction=1.0, shuffle=True, seed=7)
     shuffled = Lookups.build(idx)
-    assert shuffled.chunks._row is not idx.positions["chunks"]
+    assert shuffled.chunks._keys is not idx.positions["chunks"]
     for cid, (row, sentences, texts) in expected.items():
         assert shuffled.chunks[cid] == row
         got = shuffled.sentences.get(cid, [])

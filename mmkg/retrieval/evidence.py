@@ -33,7 +33,22 @@ if TYPE_CHECKING:
 SENTENCES_PER_CHUNK = 3  # best sentences reported with each chunk
 
 
-class RowsById(Mapping[str, Any]):
+class _Keyed(Mapping[str, Any]):
+    """A read-only mapping whose keys are those of ``self._keys`` (an id -> row dict); ``__getitem__`` reads."""
+
+    _keys: Mapping[str, Any]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+
+class RowsById(_Keyed):
     """A payload frame's rows by id, read from the frame when asked for.
 
     What a dict of every row held as Python objects cost: at 103k chunks (332k sentences, 249k
@@ -54,35 +69,26 @@ class RowsById(Mapping[str, Any]):
         reused instead of a new dict when the frame's ids are in that very order."""
         self._frame = frame
         if positions is not None and _same_order(frame[key], positions[0]):
-            self._row: Mapping[str, int] = positions[1]
+            self._keys = positions[1]
         else:
-            self._row = {k: i for i, k in enumerate(frame[key].to_list())}
+            self._keys = {k: i for i, k in enumerate(frame[key].to_list())}
         self._columns = columns
         self._series = {c: frame[c] for c in ((columns,) if isinstance(columns, str) else columns or ())}
 
     def __getitem__(self, key: str) -> Any:
-        i = self._row[key]
+        i = self._keys[key]
         if self._columns is None:
             return self._frame.row(i, named=True)
         if isinstance(self._columns, str):
             return self._series[self._columns][i]
         return tuple(self._series[c][i] for c in self._columns)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._row
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._row)
-
-    def __len__(self) -> int:
-        return len(self._row)
-
 
 def _same_order(a: pl.Series, b: pl.Series) -> bool:
     return a.len() == b.len() and bool((a.to_numpy() == b.to_numpy()).all())
 
 
-class SentencesByChunk(Mapping[str, list[tuple[int, str, str]]]):
+class SentencesByChunk(_Keyed):
     """Chunk id -> ``(sentence row, sentence id, text)`` of its sentences in order, built when asked for.
 
     Sentence rows are the incidence matrix's (``m_smi``); the publish writes the sentence payload in that
@@ -94,23 +100,14 @@ class SentencesByChunk(Mapping[str, list[tuple[int, str, str]]]):
         self._text = sentences["text"]
         self._pos = None if _same_order(self._ids, row_ids) else positions
         grouped = sentences.select("chunk_id").with_row_index("_r").group_by("chunk_id", maintain_order=True).agg("_r")
-        self._rows = dict(zip(grouped["chunk_id"].to_list(), grouped["_r"].to_numpy(), strict=True))
+        self._keys = dict(zip(grouped["chunk_id"].to_list(), grouped["_r"].to_numpy(), strict=True))
 
     def __getitem__(self, chunk_id: str) -> list[tuple[int, str, str]]:
         out = []
-        for r in self._rows[chunk_id].tolist():
+        for r in self._keys[chunk_id].tolist():
             sid = self._ids[r]
             out.append((self._pos[sid] if self._pos is not None else r, sid, self._text[r]))
         return out
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
 
 @dataclass(frozen=True)
