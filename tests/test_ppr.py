@@ -14,15 +14,18 @@ from threadpoolctl import threadpool_limits
 from mmkg.ppr import (
     ENGINES,
     PPRGraph,
+    local_threshold,
     personalized_pagerank,
     ppr_cg,
     ppr_igraph,
     ppr_scipy,
     ppr_torch,
+    push,
     transition_matrix,
 )
 
-FAST = ["scipy", "cg", "torch"]  # engines checked against the igraph reference
+FAST = ["scipy", "cg", "torch", "push"]  # engines checked against the igraph reference
+EXACT = [e for e in ENGINES if e != "local"]  # engines whose eps is an L1 bound ("local" bounds each node)
 EPS = 1e-6
 
 
@@ -189,7 +192,7 @@ def test_zero_weight_edges_are_dangling_like_in_igraph() -> None:
     ref = np.array(
         ig.personalized_pagerank(directed=False, damping=0.85, reset=r0, weights="weight", implementation="prpack")
     )
-    for engine in ENGINES:
+    for engine in EXACT:
         assert_matches(personalized_pagerank(g, r0, 0.85, engine=engine), ref)
 
 
@@ -219,7 +222,7 @@ def test_weighted_graph_closed_form() -> None:
     r0 = sparse_r0(n, 15, 10)
     g = transition_matrix(A)
     exact = exact_ppr(A, r0, 0.85)
-    for engine in ENGINES:
+    for engine in EXACT:
         assert_matches(personalized_pagerank(g, r0, 0.85, engine=engine), exact)
 
 
@@ -235,7 +238,7 @@ def test_three_node_path_by_hand() -> None:
     g = transition_matrix(A)
     expected = np.array([5 / 9, 1 / 3, 1 / 9])
     np.testing.assert_allclose(exact_ppr(A, np.array([1.0, 0, 0]), 0.5), expected, atol=1e-15)
-    for engine in ENGINES:
+    for engine in EXACT:
         x = personalized_pagerank(g, np.array([1.0, 0, 0]), 0.5, engine=engine)
         assert np.abs(x - expected).sum() <= EPS, engine
 
@@ -362,8 +365,8 @@ def test_bad_arguments(small: PPRGraph, r0: np.ndarray, alpha: float, match: str
 
 
 def test_unknown_engine(small: PPRGraph) -> None:
-    with pytest.raises(ValueError, match=r"unknown PPR engine 'push'; choose one of \['cg', 'igraph'"):
-        personalized_pagerank(small, np.ones(50), 0.85, engine="push")
+    with pytest.raises(ValueError, match=r"unknown PPR engine 'pull'; choose one of \['cg', 'igraph', 'local'"):
+        personalized_pagerank(small, np.ones(50), 0.85, engine="pull")
 
 
 def test_bad_adjacency() -> None:
@@ -393,3 +396,93 @@ def test_torch_cuda_matches_prpack() -> None:
     assert np.abs(x32 - ref).sum(axis=0).max() <= 2e-5
     x64 = ppr_torch(g, r0, 0.85, device="cuda", dtype=torch.float64)
     assert_matches(x64, ref)
+
+
+# --- forward push: the L1 engine and the local one -------------------------------------------------------------------
+
+
+def unnormalized_exact(A: sp.csr_array, r0: np.ndarray, alpha: float) -> np.ndarray:
+    """``x* = (1-α)(I - αW)^{-1} r0`` for a distribution r0, before any normalization (dense solve)."""
+    A = np.asarray(A.todense(), dtype=np.float64)
+    d = A.sum(axis=0)
+    W = np.divide(A, d, out=np.zeros_like(A), where=d > 0)
+    return np.linalg.solve(np.eye(len(A)) - alpha * W, (1 - alpha) * r0 / r0.sum())
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.85])
+def test_push_keeps_its_invariant(alpha: float) -> None:
+    """Stopped anywhere, ``x* = p + Σ_u r(u) x_u``: what is settled plus what the residuals would still bring."""
+    n = 300
+    A, _ = with_isolated(n, 11)
+    g = transition_matrix(A)
+    r0 = sparse_r0(n, 12, 11)
+    r0 /= r0.sum()
+    x = unnormalized_exact(A, r0, alpha)
+    dense = np.asarray(A.todense(), dtype=np.float64)
+    d = dense.sum(axis=0)
+    M = (1 - alpha) * np.linalg.inv(np.eye(n) - alpha * np.divide(dense, d, out=np.zeros_like(dense), where=d > 0))
+    for tol, rounds in [(1e-2, 1000), (1e-5, 3), (1e-5, 1000)]:
+        p, r, unfinished = push(g, r0, alpha, local_threshold(g, tol), rounds)
+        np.testing.assert_allclose(p + M @ r, x, atol=1e-12)
+        assert unfinished == (rounds == 3)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.85])
+@pytest.mark.parametrize("tol", [1e-3, 1e-5])
+def test_local_push_errs_by_at_most_tol_per_node_of_average_degree(alpha: float, tol: float) -> None:
+    """The guarantee of ``ppr_local``: ``p ≤ x* ≤ p + tol · d(v) / d̄`` on every node, weighted ones too, and the
+    estimate it returns, ``p + r``, is within that bound on both sides and has the exact mass."""
+    n = 600
+    A = random_adjacency(n, 12).tocoo()
+    w = 10.0 ** np.random.default_rng(12).uniform(-1, 1, A.nnz)
+    A = sp.csr_array(sp.coo_array((w, (A.row, A.col)), shape=(n, n)) + sp.coo_array((w, (A.col, A.row)), shape=(n, n)))
+    r0 = sparse_r0(n, 15, 12)
+    r0 /= r0.sum()
+    g = transition_matrix(A)
+    x = unnormalized_exact(A, r0, alpha)
+    p, r, unfinished = push(g, r0, alpha, local_threshold(g, tol))
+    assert not unfinished
+    bound = tol * g.degree / g.degree.mean()
+    assert np.all(p <= x + 1e-15)
+    assert np.all(x - p <= bound + 1e-15)
+    assert np.all(np.abs(x - (p + r)) <= bound + 1e-15)
+    assert (p + r).sum() == pytest.approx(x.sum(), abs=1e-12)
+    assert (x - p).max() > bound.max() / 1000  # the bound is met by stopping early, not by running to the end
+
+
+def test_local_engine_ranks_like_the_exact_ones() -> None:
+    """At the default eps the normalized scores keep the exact top-10, and differ by far less than the top scores."""
+    for seed in range(4):
+        n = 3000
+        g = transition_matrix(random_adjacency(n, seed + 20))
+        r0 = sparse_r0(n, 20, seed + 20)
+        exact = personalized_pagerank(g, r0, 0.5, engine="cg")
+        local = personalized_pagerank(g, r0, 0.5, engine="local")
+        np.testing.assert_array_equal(top10(local), top10(exact))
+        assert np.abs(local - exact).max() < 1e-4 * exact.max()
+
+
+def torus(side: int) -> sp.csr_array:
+    """A side × side lattice wrapped around, 4 unit-weight neighbours each: every node sees the same graph."""
+    ring = sp.diags_array([1.0, 1.0, 1.0, 1.0], offsets=[-1, 1, side - 1, 1 - side], shape=(side, side))
+    eye = sp.eye_array(side)
+    return sp.csr_array(sp.kron(ring, eye) + sp.kron(eye, ring))
+
+
+def test_local_push_work_does_not_grow_with_the_graph() -> None:
+    """The same seed on a 61² and a 601² torus (100x the nodes): push touches the same few nodes and gives them
+    the same scores, while the global engines sweep all 361,201."""
+    touched, scores = [], []
+    for side in (61, 601):
+        g = transition_matrix(torus(side), check=False)
+        r0 = np.zeros(g.n)
+        middle = (side // 2) * side + side // 2
+        r0[middle] = 1.0
+        p, r, unfinished = push(g, r0, 0.5, local_threshold(g, 1e-6))
+        assert not unfinished
+        reached = np.flatnonzero((p > 0) | (r > 0))
+        rows, cols = np.divmod(reached, side)
+        touched.append(reached.size)
+        scores.append(dict(zip(zip(rows - side // 2, cols - side // 2, strict=True), p[reached], strict=True)))
+    assert touched[0] == touched[1] < 61 * 61 / 2
+    assert scores[0] == scores[1]
