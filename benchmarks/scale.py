@@ -105,7 +105,7 @@ def tile(frames: dict, copies: int, seed: int = 0, vectors_dir: Path | None = No
     return out
 
 
-def one(data: Path, size: int, work: Path, questions: Path, repeats: int) -> dict:
+def one(data: Path, size: int, work: Path, questions: Path, repeats: int, ppr_engine: str = "auto") -> dict:
     """Publish, open and query one tiled size; run in its own process (see ``main``)."""
     import polars as pl
     from publish_worker import TABLES, text_encoder_spec
@@ -119,11 +119,13 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int) -> dic
     copies = max(1, math.ceil(size / source["chunks"].height))
     tables = work / f"tables-{size}"
     shutil.rmtree(tables, ignore_errors=True)
+    t0 = time.perf_counter()
     t = tile(source, copies, vectors_dir=tables)
+    tile_s = time.perf_counter() - t0
     del source
     root = work / f"index-{size}"
     figures: dict = {"size": size, "copies": copies, "chunks": t["chunks"].height, "sentences": t["sentences"].height,
-                     "entity_vocabulary_copies": max(1, round(copies**HEAPS))}  # fmt: skip
+                     "entity_vocabulary_copies": max(1, round(copies**HEAPS)), "tile_s": tile_s}  # fmt: skip
     with PeakMemory() as mem:
         t0 = time.perf_counter()
         graph = build_graph(t["chunks"], t["entity_mentions"], t["relations"], t["images"], t["objects"])
@@ -146,13 +148,13 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int) -> dic
 
     # the reader in a fresh process: its resident memory is the index's, not the tiled tables' left-overs
     cmd = [sys.executable, __file__, "--data-root", str(data), "--work-dir", str(work), "--questions", str(questions),
-           "--repeats", str(repeats), "--read-size", str(size)]  # fmt: skip
+           "--repeats", str(repeats), "--read-size", str(size), "--ppr-engine", ppr_engine]  # fmt: skip
     reader = subprocess.run(cmd, capture_output=True, text=True, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     figures.update(json.loads(reader.stdout.strip().splitlines()[-1]))
     return figures
 
 
-def read(root: Path, questions: Path, repeats: int) -> dict:
+def read(root: Path, questions: Path, repeats: int, ppr_engine: str = "auto") -> dict:
     """Open the index and time the default strategy over the questions; memory is this process's growth."""
     import numpy as np
     import psutil
@@ -162,8 +164,8 @@ def read(root: Path, questions: Path, repeats: int) -> dict:
     proc = psutil.Process()
     before = proc.memory_info().rss
     t0 = time.perf_counter()
-    idx = Index.open(root)
-    figures = {"open_s": time.perf_counter() - t0}
+    idx = Index.open(root, ppr_engine=ppr_engine)
+    figures = {"open_s": time.perf_counter() - t0, "ppr_engine": idx.engine_for(None, 0.5)}
     qs = [q["question"] for q in json.loads(questions.read_text(encoding="utf-8"))]
     idx.retrieve(text=qs[0])  # warm-up: the encoder's first batch, lazy lookups
     runs = [idx.retrieve(text=q, k=10).timings_ms for _ in range(repeats) for q in qs]
@@ -187,21 +189,24 @@ def main(
     repeats: Annotated[int, typer.Option(help="Times each question is asked.")] = 2,
     build_json: Annotated[Path | None, typer.Option(help="build_2wiki.py --out JSON: per-chunk build costs.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the figures as JSON here too.")] = None,
+    ppr_engine: Annotated[str, typer.Option(help="The reader's PPR engine (auto, local, scipy, cg).")] = "auto",
+    keep: Annotated[bool, typer.Option(help="Keep each size's index (work-dir/index-SIZE) for later runs.")] = False,
     one_size: Annotated[int, typer.Option(hidden=True)] = 0,
     read_size: Annotated[int, typer.Option(hidden=True)] = 0,
 ) -> None:
     if read_size:  # the reader's process of one size
-        print(json.dumps(read(work_dir / f"index-{read_size}", questions, repeats)))
+        print(json.dumps(read(work_dir / f"index-{read_size}", questions, repeats, ppr_engine)))
         return
     if one_size:  # the child process of one size
-        print(json.dumps(one(data_root, one_size, work_dir, questions, repeats)))
+        print(json.dumps(one(data_root, one_size, work_dir, questions, repeats, ppr_engine)))
         return
     rows = []
     for size in [int(s) for s in sizes.split(",")]:
         shutil.rmtree(work_dir / f"index-{size}", ignore_errors=True)
         work_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, __file__, "--data-root", str(data_root), "--work-dir", str(work_dir),
-               "--questions", str(questions), "--repeats", str(repeats), "--one-size", str(size)]  # fmt: skip
+               "--questions", str(questions), "--repeats", str(repeats), "--one-size", str(size),
+               "--ppr-engine", ppr_engine]  # fmt: skip
         t0 = time.perf_counter()
         with PeakMemory() as mem:
             proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -213,7 +218,8 @@ def main(
         figures["process_peak_gib"] = mem.peak_bytes / 2**30
         figures["wall_s"] = time.perf_counter() - t0
         rows.append(figures)
-        shutil.rmtree(work_dir / f"index-{size}", ignore_errors=True)
+        if not keep:
+            shutil.rmtree(work_dir / f"index-{size}", ignore_errors=True)
         console.print(figures)
 
     done = [r for r in rows if "failed" not in r]
