@@ -48,13 +48,10 @@ def incidence_matrices(
 ) -> dict[str, Incidence]:
     """M_SMI (sentences x nodes) and M_OMI (objects x nodes); rows follow the tables' row order."""
     keys = nodes["entity_key"].to_list()
-    node_set = set(keys)
-    smi_pairs = (
-        (s, k)
-        for s, k, rel in mentions.select("sentence_id", "entity_key", "relational").iter_rows()
-        if rel and k in node_set
+    smi_pairs = mentions.filter(pl.col("relational") & pl.col("entity_key").is_in(keys)).select(
+        "sentence_id", "entity_key"
     )
-    omi_pairs = ((o, k) for o, k in objects.select("object_id", "entity_key").iter_rows() if k in node_set)
+    omi_pairs = objects.filter(pl.col("entity_key").is_in(keys)).select("object_id", "entity_key")
     return {
         "m_smi": build_incidence(sentences["sentence_id"].to_list(), keys, smi_pairs),
         "m_omi": build_incidence(objects["object_id"].to_list(), keys, omi_pairs),

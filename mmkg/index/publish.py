@@ -431,7 +431,6 @@ def _publish(
         df.write_parquet(folder / f"{name}.parquet")
     failpoint("publish.files.payload")
     entity_keys = graph.nodes.filter(pl.col("kind") == "entity")["key"].to_list()
-    keyset = set(entity_keys)
     # names and counts of the graph's entities: what query linking and readers show for a node
     merge_mentions(mentions.filter(pl.col("entity_key").is_in(entity_keys))).write_parquet(folder / "entities.parquet")
     chunks = units.payload["chunks"]
@@ -441,17 +440,15 @@ def _publish(
     smi = build_incidence(
         units.payload["sentences"]["sentence_id"].to_list(),
         entity_keys,
-        (
-            (s, k)
-            for s, k, rel in mentions.select("sentence_id", "entity_key", "relational").iter_rows()
-            if rel and k in keyset
+        mentions.filter(pl.col("relational") & pl.col("entity_key").is_in(entity_keys)).select(
+            "sentence_id", "entity_key"
         ),
     )
     objects = units.payload["objects"]
     omi = build_incidence(
         objects["object_id"].to_list(),
         entity_keys,
-        ((o, k) for o, k in objects.select("object_id", "entity_key").iter_rows() if k in keyset),
+        objects.filter(pl.col("entity_key").is_in(entity_keys)).select("object_id", "entity_key"),
     )
     smi.save(folder / "m_smi.npz")
     omi.save(folder / "m_omi.npz")
