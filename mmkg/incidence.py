@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,11 @@ class Incidence:
     matrix: sp.csr_array  # float32, rows x cols
     row_ids: np.ndarray  # unicode ids of the rows (sentence_id / object_id)
     col_ids: np.ndarray  # ids of the columns (entity_key); Python strings once loaded
+
+    @cached_property
+    def column_degree(self) -> np.ndarray:
+        """Units per column (row sums of M^T): the D of MG2-RAG's eq. 2 mean pooling, computed once."""
+        return column_degree(self.matrix)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -63,6 +69,12 @@ class Incidence:
             if columns_like is not None and np.array_equal(cols, columns_like.col_ids):
                 return cls(m, z["row_ids"], columns_like.col_ids)
             return cls(m, z["row_ids"], cols.astype(object))
+
+
+def column_degree(matrix: sp.sparray) -> np.ndarray:
+    """Column sums of a sparse matrix as a float64 vector."""
+    m = sp.csr_array(matrix)
+    return np.bincount(m.indices, weights=m.data, minlength=m.shape[1]).astype(np.float64)
 
 
 def build_incidence(

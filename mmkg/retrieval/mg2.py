@@ -386,7 +386,7 @@ class MG2:
             g_t, raw = granular(index, qt, p.text_topk, masks)
             sent_scores = _finite_or_zero(raw["sentences"])
             chunk_cos = raw["chunks"]
-            u_t = activation(g_t, index.m_smi.matrix, index.m_omi.matrix, p.omega_c, p.omega_i)
+            u_t = activation(g_t, index.m_smi, index.m_omi, p.omega_c, p.omega_i)
         matched: list[tuple[str, int]] = []
         if image is not None:
             t1 = time.perf_counter()
@@ -394,7 +394,7 @@ class MG2:
             timings["encode_image"] = (time.perf_counter() - t1) * 1e3
             g_v, raw_v = granular(index, qv, p.visual_topk, masks)
             sent_scores = np.maximum(sent_scores, _finite_or_zero(raw_v["sentences"]))
-            u_v = activation(g_v, index.m_smi.matrix, index.m_omi.matrix, p.omega_c, p.omega_i)
+            u_v = activation(g_v, index.m_smi, index.m_omi, p.omega_c, p.omega_i)
             if p.same_picture_weight > 0:
                 t1 = time.perf_counter()
                 matched = index.same_pictures(image)

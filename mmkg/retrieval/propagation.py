@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
+from mmkg.incidence import Incidence, column_degree
+
 if TYPE_CHECKING:
     from mmkg.retrieval.mg2 import Preset
 
@@ -39,11 +41,24 @@ def keep_top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None = None) ->
     return out
 
 
-def mean_pool(incidence: sp.sparray, scores: np.ndarray) -> np.ndarray:
-    """D^-1 M^T s: each node's mean over the units (sentences or objects) mapped to it."""
-    m = sp.csr_array(incidence)
-    degree = np.asarray(m.sum(axis=0)).ravel()
-    pooled = m.T @ scores
+def mean_pool(incidence: sp.sparray | Incidence, scores: np.ndarray) -> np.ndarray:
+    """D^-1 M^T s: each node's mean over the units (sentences or objects) mapped to it.
+
+    Only the rows with a score are read (the seeds are a top-k), and an :class:`Incidence` brings its cached
+    column degrees: at 1M chunks, M_SMI holds 3.2M sentence rows, and reading all of it twice per query
+    (the product and the degrees) took 50 ms."""
+    if isinstance(incidence, Incidence):
+        m, degree = incidence.matrix, incidence.column_degree
+    else:
+        m = sp.csr_array(incidence)
+        degree = column_degree(m)
+    rows = np.flatnonzero(scores)
+    start, end = m.indptr[rows], m.indptr[rows + 1]
+    lens = end - start
+    offsets = np.repeat(start - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+    pooled = np.bincount(
+        m.indices[offsets], weights=m.data[offsets] * np.repeat(scores[rows], lens), minlength=m.shape[1]
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(degree > 0, pooled / np.maximum(degree, 1e-12), 0.0)
 
@@ -58,7 +73,9 @@ class Granular:
     object: np.ndarray
 
 
-def activation(g: Granular, m_smi: sp.sparray, m_omi: sp.sparray, omega_c: float, omega_i: float) -> np.ndarray:
+def activation(
+    g: Granular, m_smi: sp.sparray | Incidence, m_omi: sp.sparray | Incidence, omega_c: float, omega_i: float
+) -> np.ndarray:
     """u = [ω_C s_C; ω_I s_I; s_M] with s_M from eq. 2."""
     s_m = mean_pool(m_smi, g.sentence) + mean_pool(m_omi, g.object)
     return np.concatenate([omega_c * g.chunk, omega_i * g.image, s_m])
