@@ -173,8 +173,11 @@ def test_sample_graph_loads_everywhere_and_engines_agree(built: Built):
     ref = personalized_pagerank(pg, r0, 0.85, engine="igraph")
     for name in ENGINES:
         r = personalized_pagerank(pg, r0, 0.85, engine=name)
-        tol = 1e-5 if name == "torch" and torch.cuda.is_available() else 1e-6  # float32 on GPU
-        assert np.abs(r - ref).sum() <= tol, name
+        if name == "local":  # its eps bounds each node's error, scaled by the node's degree (mmkg.ppr.ppr_push)
+            assert np.all(np.abs(r - ref) <= 1e-6 * pg.degree / pg.degree.mean() + 1e-12), name
+        else:
+            tol = 1e-5 if name == "torch" and torch.cuda.is_available() else 1e-6  # float32 on GPU
+            assert np.abs(r - ref).sum() <= tol, name
         assert list(np.argsort(-r)[:10]) == list(np.argsort(-ref)[:10]), name
 
 
