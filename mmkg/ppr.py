@@ -282,7 +282,7 @@ def ppr_scipy(
     return _finish(out, squeeze)
 
 
-def _row_offsets(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def row_offsets(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Positions in a CSR's data/indices of the given rows' entries (concatenated), and each row's length."""
     starts = indptr[rows].astype(np.int64)
     lens = indptr[rows + 1] - starts
@@ -312,7 +312,7 @@ class _Ball:
 
     def grow(self) -> None:
         self._undo = (self.nodes.size, self.volume, self.frontier)
-        off, _ = _row_offsets(self.S.indptr, self.frontier)
+        off, _ = row_offsets(self.S.indptr, self.frontier)
         cand = self.S.indices[off]
         cand = cand[self.loc[cand] < 0]
         # de-duplicate without sorting: each node keeps exactly one of its occurrences, whichever write landed
@@ -338,7 +338,7 @@ class _Ball:
         """``S`` restricted to the ball, in local indices (entries leaving the ball are dropped: they only ever
         multiply zeros while the ball is one hop larger than the iterates' support)."""
         m = self.nodes.size
-        off, lens = _row_offsets(self.S.indptr, self.nodes)
+        off, lens = row_offsets(self.S.indptr, self.nodes)
         cols = self.loc[self.S.indices[off]]
         keep = cols >= 0
         counts = np.bincount(np.repeat(np.arange(m), lens)[keep], minlength=m)
@@ -554,7 +554,7 @@ def push(
         ru = r[frontier]
         r[frontier] = 0.0
         p[frontier] += (1.0 - alpha) * ru
-        off, lens = _row_offsets(W.indptr, frontier)
+        off, lens = row_offsets(W.indptr, frontier)
         targets = W.indices[off]
         # W[u, v] = A[u, v] / d(v), so the push along W's column u sends α r(u) A[u, v] / d(u) to v
         d = degree[frontier]

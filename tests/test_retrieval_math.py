@@ -24,6 +24,24 @@ def test_mean_pool_node_without_units_is_zero():
     np.testing.assert_allclose(mean_pool(m, np.array([0.5])), [0.5, 0.0])
 
 
+def test_mean_pool_of_a_top_k_equals_the_full_product_with_cached_degrees():
+    """Reading only the seed rows, with an Incidence's cached degrees, gives D^-1 M^T s of the whole matrix."""
+    from mmkg.incidence import build_incidence
+
+    rng = np.random.default_rng(0)
+    rows, cols = [f"s{i}" for i in range(400)], [f"E{j}" for j in range(90)]
+    pairs = {(rows[i], cols[j]) for i, j in zip(rng.integers(0, 400, 1500), rng.integers(0, 90, 1500), strict=True)}
+    inc = build_incidence(rows, cols, sorted(pairs))
+    m = inc.matrix
+    degree = np.asarray(m.sum(axis=0)).ravel()
+    for k in (0, 1, 20, 400):
+        s = keep_top_k(rng.random(400), k)
+        expected = np.where(degree > 0, (m.T @ s) / np.maximum(degree, 1e-12), 0.0)
+        np.testing.assert_allclose(mean_pool(inc, s), expected, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(mean_pool(m, s), expected, rtol=1e-12, atol=1e-15)
+    assert inc.column_degree is inc.column_degree  # computed once
+
+
 def test_activation_vector_layout_and_eq2():
     g = Granular(
         chunk=np.array([0.5, 0.0]),

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mmkg.incidence import Incidence, column_degree
+from mmkg.ppr import row_offsets
 
 if TYPE_CHECKING:
     from mmkg.retrieval.mg2 import Preset
@@ -53,9 +54,7 @@ def mean_pool(incidence: sp.sparray | Incidence, scores: np.ndarray) -> np.ndarr
         m = sp.csr_array(incidence)
         degree = column_degree(m)
     rows = np.flatnonzero(scores)
-    start, end = m.indptr[rows], m.indptr[rows + 1]
-    lens = end - start
-    offsets = np.repeat(start - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+    offsets, lens = row_offsets(m.indptr, rows)
     pooled = np.bincount(
         m.indices[offsets], weights=m.data[offsets] * np.repeat(scores[rows], lens), minlength=m.shape[1]
     )
