@@ -74,7 +74,7 @@ class Incidence:
 def column_degree(matrix: sp.sparray) -> np.ndarray:
     """Column sums of a sparse matrix as a float64 vector."""
     m = sp.csr_array(matrix)
-    return np.bincount(m.indices, weights=m.data, minlength=m.shape[1]).astype(np.float64)
+    return np.bincount(m.indices, weights=m.data, minlength=m.shape[1])
 
 
 def build_incidence(

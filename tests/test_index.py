@@ -294,13 +294,20 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
     ``default`` is checked with its second hop off (``bridge_weight`` 0): the one-round pipeline the file
     records; tests/test_bridge.py covers the second round.
     """
-    from conftest import SAMPLE_CORPUS
+    _assert_recorded_mg2_answers(_first_version(built))
 
+
+def _first_version(built: Built) -> Index:
+    """The sample as published first (another test publishes an edited corpus into the same root)."""
     from mmkg.index.manifest import list_versions
 
+    return Index.open(built.data / "index", version=list_versions(built.data / "index")[0])
+
+
+def _assert_recorded_mg2_answers(idx: Index) -> None:
+    from conftest import SAMPLE_CORPUS
+
     golden = json.loads((Path(__file__).parent / "data" / "mg2_sample_golden.json").read_text())
-    # the sample as published first (another test publishes an edited corpus into the same root)
-    idx = Index.open(built.data / "index", version=list_versions(built.data / "index")[0])
     for case in golden:
         query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
         one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
@@ -312,23 +319,14 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
 def test_large_graphs_propagate_by_local_push_and_answer_the_same(built: Built, monkeypatch: pytest.MonkeyPatch):
     """With the size rule lowered to the sample, ``auto`` picks the local push engine, and every recorded
     MG2-RAG answer keeps its chunks, order and scores (to 1e-4): its per-node error bound is far below them."""
-    from conftest import SAMPLE_CORPUS
+    import mmkg.ppr
 
-    from mmkg.index import reader
-    from mmkg.index.manifest import list_versions
-
-    golden = json.loads((Path(__file__).parent / "data" / "mg2_sample_golden.json").read_text())
-    idx = Index.open(built.data / "index", version=list_versions(built.data / "index")[0])
+    idx = _first_version(built)
     assert idx.engine_for(None, 0.5) == "scipy" and idx.engine_for(None, 0.85) == "cg"
-    monkeypatch.setattr(reader, "LOCAL_PPR_NODES", idx.ppr_graph.n)
+    monkeypatch.setattr(mmkg.ppr, "LOCAL_PPR_NODES", idx.ppr_graph.n)
     assert idx.engine_for(None, 0.5) == idx.engine_for(None, 0.85) == "local"
     assert idx.engine_for("cg", 0.5) == "cg"  # an explicit engine is kept
-    for case in golden:
-        query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
-        one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
-        res = idx.retrieve(**query, k=5, preset=case["preset"], **one_round)
-        assert [c.chunk_id for c in res.chunks] == [w[0] for w in case["chunks"]], case
-        assert [c.score for c in res.chunks] == pytest.approx([w[1] for w in case["chunks"]], abs=1e-4), case
+    _assert_recorded_mg2_answers(idx)
 
 
 def test_extractive_answer_to_the_sample_question_cites_its_passage(built: Built):

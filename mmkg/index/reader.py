@@ -57,10 +57,6 @@ __all__ = [
 ]
 
 FILTER_KEYS = ("doc_id", "partition", "source_path")
-# From this many graph nodes up, ``auto`` propagates by local push (``mmkg.ppr.ppr_local``): each node's score
-# within 1e-6 (for a node of average degree) instead of 1e-6 in L1 over the whole graph, at a cost that does not
-# grow with the graph. Above the dev corpora (2Wiki: 48k nodes), so their figures stay those of the exact engines.
-LOCAL_PPR_NODES = 200_000
 _HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
@@ -463,19 +459,13 @@ class Index:
         return sorted(out.items(), key=lambda kv: (kv[1], kv[0]))
 
     def engine_for(self, engine: str | None, alpha: float) -> str:
-        """``auto``: on a graph of ``LOCAL_PPR_NODES`` nodes or more, forward push with a per-node guarantee
-        (``local``), whose cost does not grow with the graph; below it, power iteration for light damping (few
-        sweeps, least overhead) and CG for heavy damping, both exact to 1e-6 in L1.
-
-        Measured on the 2Wiki graph (48k nodes) at α = 0.5: scipy 16 ms, cg 20 ms; the benchmark shows CG 3-20x
-        ahead of power iteration once α is around 0.85 on large graphs. On the 1M-chunk tiled index the global
-        engines sweep millions of nodes ~20 times per query (benchmarks/RESULTS.md, "PPR that stays local").
-        """
+        """The PPR engine a query runs: ``engine``, else the index's; ``auto`` is decided by
+        :func:`mmkg.ppr.auto_engine` from this graph's size and the damping."""
         name = engine or self.ppr_engine
         if name == "auto":
-            if self.ppr_graph.n >= LOCAL_PPR_NODES:
-                return "local"
-            return "scipy" if alpha <= 0.5 else "cg"
+            from mmkg.ppr import auto_engine
+
+            return auto_engine(self.ppr_graph.n, alpha)
         return name
 
     def ppr(self, r0: np.ndarray, alpha: float, eps: float = 1e-6, engine: str | None = None) -> np.ndarray:
