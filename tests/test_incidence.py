@@ -136,12 +136,14 @@ def test_roundtrip_without_pickle(tmp_path: Path, example):
     smi.save(tmp_path / "m_smi.npz")
     m["m_omi"].save(tmp_path / "m_omi.npz")
     with np.load(tmp_path / "m_smi.npz", allow_pickle=False) as z:
-        assert set(z.files) == {"version", "shape", "data", "indices", "indptr", "row_ids", "col_ids"}
+        ids = {"row_offsets", "row_utf8", "col_offsets", "col_utf8"}
+        assert set(z.files) == {"version", "shape", "data", "indices", "indptr", *ids}
+        assert int(z["version"]) == 2 and z["row_utf8"].dtype == np.uint8 and z["row_offsets"].dtype == np.int64
     back = Incidence.load(tmp_path / "m_smi.npz")
     assert back.row_ids.tolist() == smi.row_ids.tolist() and back.col_ids.tolist() == smi.col_ids.tolist()
     assert (back.matrix != smi.matrix).nnz == 0
-    # the entity keys come back as Python strings, and a matrix over the same entities shares them
-    assert back.col_ids.dtype == object
+    # the ids come back as Python strings, and a matrix over the same entities shares its column array
+    assert back.col_ids.dtype == object and back.row_ids.dtype == object
     omi = Incidence.load(tmp_path / "m_omi.npz", columns_like=back)
     assert omi.col_ids is back.col_ids and (omi.matrix != m["m_omi"].matrix).nnz == 0
     other = build_incidence([], ["someone else"], [])
@@ -157,3 +159,52 @@ def test_empty_and_unknown_ids(tmp_path: Path):
         build_incidence(["s1"], ["a"], [("s1", "b")])
     with pytest.raises(ValueError, match="unique"):
         build_incidence(["s1", "s1"], ["a"], [])
+
+
+def _write_v1(path: Path, inc: Incidence) -> None:
+    """A matrix as format 1 wrote it: ids as NumPy fixed-width unicode (indexes published before format 2)."""
+    m = inc.matrix.tocsr()
+    np.savez_compressed(path, version=np.int32(1), shape=np.asarray(m.shape, dtype=np.int64), data=m.data,
+                        indices=m.indices, indptr=m.indptr.astype(np.int64), row_ids=inc.row_ids.astype(str),
+                        col_ids=inc.col_ids.astype(str))  # fmt: skip
+
+
+def test_ids_keep_any_text_in_both_formats(tmp_path: Path):
+    rows = ["s1", "Zoë's café", "北京 sentence", "emoji 🙂", ""]
+    cols = ["grace hopper", "münchen", "東京", "x" * 300]
+    inc = build_incidence(rows, cols, [("Zoë's café", "münchen"), ("北京 sentence", "東京"), ("", "x" * 300)])
+    inc.save(tmp_path / "v2.npz")
+    _write_v1(tmp_path / "v1.npz", inc)
+    for name in ("v2.npz", "v1.npz"):
+        back = Incidence.load(tmp_path / name)
+        assert back.row_ids.tolist() == rows and back.col_ids.tolist() == cols, name
+        assert back.row_ids.dtype == object and back.col_ids.dtype == object
+        np.testing.assert_array_equal(back.matrix.toarray(), inc.matrix.toarray())
+    # format 2 holds each key's bytes once; format 1 padded every key to the 300-character one, 4 bytes each
+    with np.load(tmp_path / "v2.npz") as v2, np.load(tmp_path / "v1.npz") as v1:
+        assert v2["col_utf8"].nbytes == sum(len(c.encode()) for c in cols) == 326
+        assert v1["col_ids"].nbytes == 4 * 300 * len(cols)
+
+
+def test_damaged_ids_are_refused_with_the_file_named(tmp_path: Path):
+    inc = build_incidence(["s1", "s2"], ["a", "b"], [("s1", "a")])
+    inc.save(tmp_path / "good.npz")
+    with np.load(tmp_path / "good.npz") as z:
+        parts = {k: z[k] for k in z.files}
+
+    def damaged(name: str, **changes) -> Path:
+        path = tmp_path / name
+        np.savez_compressed(path, **{**parts, **changes})
+        return path
+
+    bad_utf8 = parts["row_utf8"].copy()
+    bad_utf8[0] = 0xFF
+    with pytest.raises(ValueError, match=r"utf8\.npz: the row ids are not valid UTF-8.*damaged"):
+        Incidence.load(damaged("utf8.npz", row_utf8=bad_utf8))
+    with pytest.raises(ValueError, match=r"offsets\.npz: the column id offsets do not index the id bytes"):
+        Incidence.load(damaged("offsets.npz", col_offsets=np.asarray([0, 5, 2], np.int64)))
+    with pytest.raises(ValueError, match=r"short\.npz: 1 row and 2 column ids for a matrix of shape \(2, 2\)"):
+        Incidence.load(damaged("short.npz", row_offsets=np.asarray([0, 2], np.int64),
+                               row_utf8=np.frombuffer(b"s1", np.uint8)))  # fmt: skip
+    with pytest.raises(ValueError, match=r"future\.npz: incidence format 9; this mmkg reads formats \[1, 2\]"):
+        Incidence.load(damaged("future.npz", version=np.int32(9)))
