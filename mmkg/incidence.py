@@ -45,12 +45,16 @@ class Incidence:
         return self.matrix.shape  # type: ignore[return-value]
 
     def save(self, path: Path | str) -> None:
-        """Atomic write of a pickle-free npz (format 2: ids as UTF-8 bytes and offsets)."""
+        """Atomic write of a pickle-free npz (format 2: ids as UTF-8 bytes and offsets), uncompressed.
+
+        Uncompressed because zlib cost more than the bytes: at 302k chunks M_SMI wrote in 3.2 s compressed
+        against 0.05 s plain and read in 0.32 s against 0.05 s, for 33 MB against 90 MB beside 8.6 GB of
+        vectors."""
         m = self.matrix.tocsr()
         row_offsets, row_utf8 = pack_ids(self.row_ids)
         col_offsets, col_utf8 = pack_ids(self.col_ids)
         with atomic_path(Path(path), suffix=".npz") as tmp:
-            np.savez_compressed(
+            np.savez(
                 tmp,
                 version=np.int32(FORMAT_VERSION),
                 shape=np.asarray(m.shape, dtype=np.int64),
