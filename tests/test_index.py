@@ -508,3 +508,17 @@ def test_evidence_lookups_read_rows_in_any_payload_order(built: Built):
     names = shuffled.entity_names
     key = idx.entities["entity_key"][0]
     assert names[key] == (idx.entities["name"][0], idx.entities["label"][0]) and names.get("no-such-key") is None
+
+
+def test_relations_in_reads_the_rows_a_filter_would(built: Built):
+    """relations_in looks chunks up in sorted chunk ids: the same rows, in payload order, as filtering every row."""
+    idx = Index.open(built.data / "index", encoder=False)
+    rel = idx.payload("relations")
+    chunk_ids = rel["chunk_id"].unique(maintain_order=True).to_list()
+    assert len(chunk_ids) >= 5 and rel.height > len(chunk_ids)  # chunks with several triples
+    asks = [{chunk_ids[0]}, set(chunk_ids[1:4]), set(chunk_ids), {chunk_ids[2], "no-such-chunk"}, {"no-such-chunk"},
+            set(idx.chunks["chunk_id"].to_list())]  # fmt: skip
+    for ask in asks:
+        got = idx.relations_in(ask)
+        assert got.equals(rel.filter(pl.col("chunk_id").is_in(list(ask)))), ask
+    assert idx.relations_in(set()).is_empty()

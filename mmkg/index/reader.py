@@ -234,6 +234,7 @@ class Index:
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
         self._lexical: LexicalIndex | None = None
+        self._relations_by_chunk: tuple[pl.Series, np.ndarray] | None = None  # relations_in's lookup
         self._lexical_pos: np.ndarray | None = None
         self._units: dict[str, UnitTable] = {}
         self._payload: dict[str, pl.DataFrame] = {}
@@ -720,10 +721,22 @@ class Index:
         return ev.entity_hit(self, node, score, chunk_ids, hop)
 
     def relations_in(self, chunk_ids: set[str]) -> pl.DataFrame:
-        """The triples stated in these chunks (payload rows); none for versions without a relations table."""
+        """The triples stated in these chunks (payload rows, in payload order); none for versions without a
+        relations table.
+
+        Looked up by binary search in the chunk ids sorted once per reader, instead of a filter of every row
+        per query: at 1M chunks the filter read 3.7M relations (16 ms of a 204 ms query)."""
         if not self.has_table("relations") or not chunk_ids:
             return pl.DataFrame()
-        return self.payload("relations").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
+        rel = self.payload("relations")
+        if self._relations_by_chunk is None:
+            by = rel.select("chunk_id").with_row_index("row").sort("chunk_id", "row")
+            self._relations_by_chunk = (by["chunk_id"], by["row"].to_numpy())
+        keys, rows = self._relations_by_chunk
+        wanted = pl.Series(sorted(chunk_ids), dtype=pl.String)
+        lo = keys.search_sorted(wanted, side="left").to_numpy()
+        hi = keys.search_sorted(wanted, side="right").to_numpy()
+        return rel[np.sort(np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)]))]
 
     relation_hit = staticmethod(ev.relation_hit)
     object_hit = staticmethod(ev.object_hit)
