@@ -8,7 +8,7 @@ can never be read against the wrong table order.
 Format 2 stores each id list as its UTF-8 bytes and Arrow-style offsets (``*_utf8``, ``*_offsets``).
 Format 1 stored them as NumPy fixed-width unicode, 4 bytes times the longest id for every id: M_SMI's
 entity keys at 302k chunks took 220 MB (497k keys padded to 111 characters) against 35 MB of UTF-8,
-and reading the two matrices was 1.65 s of a 3.8 s ``Index.open``. Both formats load.
+and reading the two matrices took 1.0 s of a 3.8 s ``Index.open`` (0.48 s in format 2). Both load.
 """
 
 from __future__ import annotations
