@@ -208,6 +208,11 @@ class Index:
             else:
                 data = pl.from_arrow(tbl.to_arrow())
             assert isinstance(data, pl.DataFrame)
+            if data.height == len(ids) and data["id"].equals(pos["id"]):
+                # a table written in this version's order (every first publish): nothing to align, and
+                # no id can be duplicated or missing (the join and checks below took 0.6 s at 302k chunks)
+                self._keep_rows(name, data, len(ids), dim)
+                continue
             if data.height != len(ids) or data["id"].n_unique() != data.height:
                 dup = data["id"].len() - data["id"].n_unique()
                 raise ValueError(
@@ -218,13 +223,7 @@ class Index:
             aligned = pos.join(data, on="id", how="left").sort("_pos")
             if aligned["doc_id"].null_count():
                 raise ValueError(f"{folder}: {aligned['doc_id'].null_count()} {name} rows are missing from LanceDB")
-            self.meta[name] = aligned.select("id", "partition", "doc_id")
-            if name not in self.tables:
-                self.vectors[name] = (
-                    aligned["vector"].to_numpy().reshape(len(ids), dim).astype(np.float32)
-                    if ids
-                    else np.zeros((0, dim), np.float32)
-                )
+            self._keep_rows(name, aligned, len(ids), dim)
         self.documents = pl.read_parquet(folder / "documents.parquet")  # what filters select on
         # entity names (for linking titles with a parenthetical); versions before it was published lack it
         ent_path = folder / "entities.parquet"
@@ -243,6 +242,15 @@ class Index:
         # cores; the dense search and propagation run on one BLAS thread instead (measured:
         # retrieve() p50 85 ms -> 55 ms on 2 cores).
         self._blas = ThreadpoolController()
+
+    def _keep_rows(self, name: str, aligned: pl.DataFrame, n: int, dim: int) -> None:
+        """A granularity's LanceDB rows in this version's order: their metadata, and their vectors unless searched
+        in place."""
+        self.meta[name] = aligned.select("id", "partition", "doc_id")
+        if name not in self.tables:
+            self.vectors[name] = (
+                aligned["vector"].to_numpy().reshape(n, dim).astype(np.float32) if n else np.zeros((0, dim), np.float32)
+            )
 
     def _open_table(self, name: str) -> Any:
         tbl = self._db.open_table(name)
