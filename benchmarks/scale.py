@@ -101,7 +101,10 @@ def tile(frames: dict, copies: int, seed: int = 0, vectors_dir: Path | None = No
             paths = sorted((vectors_dir / name).glob("*.parquet"))
             out[name] = PartitionedParquet(name, {p.stem: p for p in paths})
         else:
-            out[name] = pl.concat(parts, how="vertical_relaxed")
+            tiled = pl.concat(parts, how="vertical_relaxed")
+            # partition by partition, as the pipeline loads them (and as the vectors' files are read): the
+            # publish then writes LanceDB rows in the graph's order, as a real first publish does
+            out[name] = tiled.sort("partition", maintain_order=True) if "partition" in tiled.columns else tiled
     return out
 
 
