@@ -10,7 +10,6 @@ reach LanceDB (ANN search), only validated content-hash ids are written into the
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -229,7 +228,6 @@ class Index:
         ent_path = folder / "entities.parquet"
         self.entities = pl.read_parquet(ent_path) if ent_path.exists() else None
         self._lookup: Lookups | None = None
-        self._image_row = {iid: j for j, iid in enumerate(self.images["image_id"].to_list())}
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
         self._lexical: LexicalIndex | None = None
@@ -437,37 +435,6 @@ class Index:
             raise ValueError("this strategy answers text and image queries")
         v = np.sum(parts, axis=0)
         return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
-
-    def same_pictures(self, image: str | Path, max_bits: int | None = None) -> list[tuple[str, int]]:
-        """Pictures of this index that are the query picture: ``(image_id, differing hash bits)``, closest first.
-
-        The same bytes (the image id is their hash) is distance 0; otherwise the 64-bit perceptual
-        hashes (``mmkg.ingest.images.perceptual_hash``) may differ in at most ``max_bits`` bits, which
-        finds the picture re-encoded, resized, or embedded in a PDF.
-        """
-        from PIL import Image
-
-        from mmkg.ids import bytes_id
-        from mmkg.ingest.images import SAME_PICTURE_MAX_BITS, perceptual_hash
-
-        max_bits = SAME_PICTURE_MAX_BITS if max_bits is None else max_bits
-        data = Path(image).read_bytes()
-        exact = bytes_id(data)
-        out: dict[str, int] = {}
-        if exact in self._image_row:
-            out[exact] = 0
-        if "phash" in self.images.columns:
-            with Image.open(io.BytesIO(data)) as img:
-                query = perceptual_hash(img)
-            if query:
-                hashes = self.images["phash"].to_list()
-                known = np.array([int(h, 16) if h else 0 for h in hashes], dtype=np.uint64)
-                dist = np.bitwise_count(known ^ np.uint64(int(query, 16))).astype(np.int64)
-                dist[[not h for h in hashes]] = 64
-                for j in np.flatnonzero(dist <= max_bits):
-                    iid = self.images["image_id"][int(j)]
-                    out[iid] = min(out.get(iid, 64), int(dist[j]))
-        return sorted(out.items(), key=lambda kv: (kv[1], kv[0]))
 
     def engine_for(self, engine: str | None, alpha: float) -> str:
         """The PPR engine a query runs: ``engine``, else the index's; ``auto`` is decided by

@@ -28,6 +28,7 @@ import numpy as np
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
 from mmkg.retrieval.bridge import bridge_seeds, maps
 from mmkg.retrieval.expansion import expand, load_lexicon
+from mmkg.retrieval.pictures import same_pictures
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
 from mmkg.retrieval.references import References, reference_seeds
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
@@ -397,7 +398,7 @@ class MG2:
             u_v = activation(g_v, index.m_smi, index.m_omi, p.omega_c, p.omega_i)
             if p.same_picture_weight > 0:
                 t1 = time.perf_counter()
-                matched = index.same_pictures(image)
+                matched = same_pictures(index, image)
                 timings["same_picture"] = (time.perf_counter() - t1) * 1e3
         seeds, linked = None, []
         if text is not None and p.entity_seed_weight > 0:

@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
+from mmkg.retrieval.pictures import same_pictures
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class MMGraph(PresetStrategy):
                 if np.isfinite(scores[i]):
                     pictures[ids[int(i)]] = float(scores[i])
         if query.image is not None:
-            for iid, _ in index.same_pictures(query.image):
+            for iid, _ in same_pictures(index, query.image):
                 pictures[iid] = 1.0
                 result.matched_images.append(iid)
         result.seeds = len(seeds) + len(pictures)

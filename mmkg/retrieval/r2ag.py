@@ -36,6 +36,7 @@ import numpy as np
 
 from mmkg.index.property_graph import PropertyGraph, Subgraph
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
+from mmkg.retrieval.pictures import same_pictures
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 from mmkg.retrieval.swmjs import TAU, swmjs
 
@@ -148,7 +149,7 @@ class R2AG(PresetStrategy):
         if query.text:
             add_text(query.text, "text", raw_lines=False)
         if query.image is not None:
-            for iid, _ in index.same_pictures(query.image):
+            for iid, _ in same_pictures(index, query.image):
                 for key in sorted(pg.image_entities.get(iid, frozenset())):
                     add(key, pg.name(key), "picture")
             from mmkg.vision.ocr import OcrEngine
