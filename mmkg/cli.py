@@ -6,7 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -269,6 +269,32 @@ def serve(
     uvicorn.run(api, host=host, port=port, log_level="info", access_log=False)
 
 
+def _print_reading(result: Any) -> None:
+    """The reader's part of an answer: short answer and confidence, the span in its sentence, the graph path."""
+    from rich.text import Text
+
+    reading = result.reading
+    if not reading:
+        return
+    head = Text("\nshort answer: ", style="dim")
+    head.append(result.short_answer, style="bold")
+    head.append(f"  ({result.answer_type.replace('_', '/')}, confidence {result.confidence:.2f})", style="dim")
+    console.print(head)
+    for sup in reading.get("support", [])[:2]:
+        line = Text(f"  [{sup['label']}] ", style="bold")
+        sentence, a, b = sup["sentence"], sup["start"], sup["end"]
+        if 0 <= a < b <= len(sentence):
+            line.append(sentence[:a]).append(sentence[a:b], style="bold green").append(sentence[b:])
+        else:
+            line.append(sentence)
+        console.print(line)
+    for step in reading.get("path", []):
+        cite = f" [{step['label']}]" if step.get("label") else ""
+        console.print(Text(f"  path: {step['subject']} -> {step['predicate']} -> {step['object']}{cite}", style="dim"))
+    if reading.get("reason"):
+        console.print(Text(f"  why: {reading['reason']}", style="dim"))
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -333,7 +359,8 @@ def ask(
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, default=str))
         return
     if not stream:
-        console.print(result.text)
+        console.print(result.text, markup=False, highlight=False)
+    _print_reading(result)
     console.print(f"\n[dim]{result.backend} ({result.model}), task {result.task}, strategy {result.strategy}, "
                   f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.latency_ms}[/]")  # fmt: skip
     for c in result.citations:

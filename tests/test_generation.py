@@ -10,6 +10,7 @@ import json
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -84,13 +85,17 @@ def test_citations_only_point_at_evidence_in_the_context(art_index: Index):
 def test_extractive_answers_with_the_sentence_and_its_citation(art_index: Index):
     for strategy in ("mg2", "mkg"):
         a = answer(art_index, BIRTH, ExtractiveGenerator(), strategy=strategy, budget=800)
-        assert a.extractive and a.text.startswith("Extractive answer")
-        assert "born in Uppsala in 1890. [" in a.text
+        assert a.extractive and a.text.startswith("Uppsala [") and a.short_answer == "Uppsala"
+        assert '"Margit Holm was born in Uppsala in 1890." [' in a.text  # the sentence that supports it, quoted
         assert a.citations and a.citations[0].source_path == "art/margit_holm.md"
         texts = dict(art_index.chunks.select("chunk_id", "text").iter_rows())
         for c in a.citations:  # what a citation names was in the context the backend saw
             assert f"[{c.label}] " in a.context and texts[c.chunk_id][:40] in a.context
         assert a.invalid_citations == 0 and a.strategy == strategy
+    # a request built without the reader (a caller's own prompt) still gets the best sentences, labelled as copied
+    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH)
+    gen = ExtractiveGenerator().generate(replace(request, reading=None))
+    assert gen.text.startswith("Extractive answer") and "born in Uppsala in 1890. [" in gen.text
 
 
 # -- the openai backend on real sockets ----------------------------------------------------------------

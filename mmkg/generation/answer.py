@@ -4,10 +4,17 @@
 document, page, pictures and object regions, time span) that the text actually uses, the context the
 model was shown, the backend and model, token counts and latency. A citation can only point at
 evidence that was in the context: markers naming anything else are dropped and counted.
+
+Before any backend runs, the question is analysed (``question.analyze``: answer type, relation, names)
+and the reader (``reader.Reader``) finds the short answer in the evidence: the offline backend answers
+with it, and a model's prompt carries it (``${hints}``: the typed candidates and the graph path). The
+``Answer`` keeps the reading: short answer, confidence, supporting sentences with the answer's span,
+and the path entity → relation → entity that led there.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -17,6 +24,8 @@ from typing import Any
 from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
 from mmkg.generation.context import Context, build_context, citation_markers, cited_labels
 from mmkg.generation.prompts import load_template
+from mmkg.generation.question import analyze
+from mmkg.generation.reader import Reader, ShortAnswer
 from mmkg.retrieval.results import RetrievalResult
 
 #: the task a strategy's results read best with, when none is given
@@ -60,6 +69,10 @@ class Answer:
     index_version: str
     invalid_citations: int = 0  # markers in the text that named no evidence shown (dropped)
     notes: list[str] = field(default_factory=list)
+    short_answer: str = ""  # the answer alone ("STS-93", "1921", "yes", "Not answerable"), no citation marks
+    answer_type: str = ""  # what the question asks for: person, place, date, number, yes_no, choice, ...
+    confidence: float = 0.0  # the reader's confidence in its short answer, 0..1 (LLM backends: the reader's too)
+    reading: dict[str, Any] = field(default_factory=dict)  # the reader's answer: support spans, path, candidates
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,12 +93,30 @@ def prepare(
     count = generator.count_tokens if generator is not None else None
     ctx = build_context(result, budget, count) if count else build_context(result, budget)
     note = "The question is about the attached picture.\n" if image is not None else ""
+    t0 = time.perf_counter()
+    analysis = analyze(question)
+    reading = Reader().read(analysis, result, ctx.evidence)
+    reading.latency_ms = round((time.perf_counter() - t0) * 1e3, 2)
     system, user = template.render(
         question=question, context=ctx.text or "(no evidence was retrieved)", graph=ctx.graph or "(none)",
-        triples=ctx.triples or "(none)", image_note=note,
+        triples=ctx.triples or "(none)", image_note=note, hints=hints(reading),
     )  # fmt: skip
-    request = GenerationRequest(system, user, question, tuple(ctx.evidence), (image,) if image else (), max_tokens)
+    request = GenerationRequest(system, user, question, tuple(ctx.evidence), (image,) if image else (), max_tokens,
+                                analysis=analysis, reading=reading)  # fmt: skip
     return request, ctx, template.name
+
+
+def hints(reading: ShortAnswer) -> str:
+    """What the reader found, for a model's prompt: the answer type, typed candidates and the graph path."""
+    lines = [f"Expected answer: {reading.answer_type.replace('_', '/')}"]
+    if reading.candidates:
+        lines.append("Candidates: " + "; ".join(f"{c.text} [{c.evidence}]" for c in reading.candidates[:5]))
+    for step in reading.path:
+        cite = f" [{step.label}]" if step.label else ""
+        lines.append(f"Path: {step.subject} -> {step.predicate} -> {step.object}{cite}")
+    if reading.abstained:
+        lines.append("The evidence may not answer the question; say so if it does not.")
+    return "\n".join(lines)
 
 
 def _answer(
@@ -101,14 +132,24 @@ def _answer(
     if gen.extractive and not labels:
         labels = list(gen.used)
     shown = {e.label: e for e in ctx.evidence}
+    reading = request.reading
+    short = reading.text if reading is not None and gen.extractive else _strip_markers(text)
     return Answer(
         question=question, text=text, citations=[Citation.of(shown[n]) for n in labels], backend=gen.backend,
         model=gen.model, task=task, strategy=result.strategy, extractive=gen.extractive,
         prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
-        latency_ms={"retrieve": result.timings_ms.get("total", 0.0), "generate": round(gen.latency_ms, 2)},
+        latency_ms={"retrieve": result.timings_ms.get("total", 0.0), "read": reading.latency_ms if reading else 0.0,
+                    "generate": round(gen.latency_ms, 2)},
         context=ctx.text, system_prompt=request.system, user_prompt=request.user, index_version=result.version,
         invalid_citations=sum(1 for n in citation_markers(text) if n not in shown), notes=[*result.notes, *ctx.notes],
+        short_answer=short, answer_type=reading.answer_type if reading is not None else "",
+        confidence=reading.confidence if reading is not None else 0.0,
+        reading=reading.to_dict() if reading is not None else {},
     )  # fmt: skip
+
+
+def _strip_markers(text: str) -> str:
+    return re.sub(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]", "", text).strip()
 
 
 def _retrieve_and_prepare(

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from mmkg.generation.question import QuestionAnalysis
+    from mmkg.generation.reader import ShortAnswer
 
 
 class GenerationError(RuntimeError):
@@ -47,6 +51,8 @@ class GenerationRequest:
     images: tuple[Path, ...] = ()
     max_tokens: int = 512
     temperature: float = 0.0
+    analysis: QuestionAnalysis | None = None  # what the question asks for (answer type, relation, names)
+    reading: ShortAnswer | None = None  # the short answer the reader found in the evidence, with support and path
 
 
 @dataclass

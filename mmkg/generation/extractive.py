@@ -1,4 +1,9 @@
-"""The offline default backend: no model; the answer is the evidence sentence(s) that best answer the question.
+"""The offline default backend: no model; the reader's short answer with the sentence that supports it.
+
+With a reading in the request (``answer``/``prepare`` always add one), the answer is the reader's short
+answer ("STS-93", "1921", "yes", or "Not answerable") followed by the supporting sentence and its
+citation, so a person can check it. Without one (a request built by hand), or when the reader has no
+supporting sentence, it falls back to the sentence picker below.
 
 Each sentence of the evidence is scored by its retrieval score (cosine to the question, from the
 strategy's result; a sentence with none counts 0) plus the share of the question's content words it
@@ -79,6 +84,22 @@ class ExtractiveGenerator:
 
     def generate(self, request: GenerationRequest) -> Generation:
         t0 = time.perf_counter()
+        reading = request.reading
+        if reading is not None and (reading.support or reading.abstained):
+            labels = list(dict.fromkeys(s.label for s in reading.support))
+            cites = "".join(f" [{n}]" for n in labels)
+            if reading.abstained:
+                guess = f" (best guess: {reading.guess}{cites})" if reading.guess else ""
+                text = f"{reading.text}{guess}. {reading.reason}."
+                labels = labels if reading.guess else []
+            else:
+                quote = reading.support[0].sentence
+                text = f"{reading.text}{cites}\n\nSupporting evidence: \"{quote}\" [{reading.support[0].label}]"
+            return Generation(
+                text=text, backend=self.name, model=self.model, prompt_tokens=approx_tokens(request.user),
+                completion_tokens=approx_tokens(text), latency_ms=(time.perf_counter() - t0) * 1e3, extractive=True,
+                used=labels,
+            )  # fmt: skip
         picked = self._pick(request)
         if not picked:
             text = PREFIX + "the evidence holds no sentence to answer with."

@@ -2,7 +2,8 @@
 
 A template has ``[System]``, optional ``[Instructions]`` and ``[User]`` sections; leading ``#`` lines
 are comments. ``${question}``, ``${context}`` (numbered evidence), ``${graph}`` (entities and triples),
-``${triples}`` (triples with entity descriptions) and ``${image_note}`` are filled in with
+``${triples}`` (triples with entity descriptions), ``${hints}`` (the reader's answer type, typed
+candidates and graph path) and ``${image_note}`` are filled in with
 ``string.Template`` (a ``$`` that is not a placeholder is left as it is). Instructions join the
 system message, as the MG2-RAG prompts of its appendix A.3 put them before the user input.
 """

@@ -1,0 +1,335 @@
+"""Question analysis: what kind of answer a question expects, the relation it asks about, what it names.
+
+Classic open-domain QA (question classification, answer-type NER, candidate scoring) decides the
+*form* of an answer before looking for it. This module reads that form off spaCy's parse of the
+question, with general mechanisms rather than per-benchmark templates:
+
+- **answer type**: a question opening with an auxiliary ("Is", "Did", "Are") is yes/no; one that
+  names alternatives ("..., A or B?") is a choice; otherwise the wh-word decides (who → person,
+  where → place, when → date, how many / how much → number), and for "what"/"which" the noun the
+  wh-phrase asks about (its *focus*: "which country", "the date of death of", "the director of")
+  is typed by a small lexicon of type-denoting nouns, the answer-type taxonomy such pipelines
+  share, plus agent nouns ("-er", "-or", "-ist", "-ian": director, composer, physicist) as persons;
+- **relation**: the content words that are neither the wh-phrase nor a named thing ("born",
+  "director", "percentage"), stemmed the way ``extractive.content_words`` stems them;
+- **entities**: spaCy's named entities, title-case runs (film and book titles that NER misses) and
+  quoted strings;
+- **comparison**: a comparative or superlative that orders values ("later", "first", "older",
+  "more") and its direction, and whether the question asks if two things share a value ("same").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+ANSWER_TYPES = ("person", "place", "organization", "date", "number", "yes_no", "choice", "list", "string")
+
+#: NER labels that can answer each type (spaCy's OntoNotes labels)
+TYPE_LABELS: dict[str, frozenset[str]] = {
+    "person": frozenset({"PERSON"}),
+    "place": frozenset({"GPE", "LOC", "FAC", "NORP"}),
+    "organization": frozenset({"ORG"}),
+    "date": frozenset({"DATE"}),
+    "number": frozenset({"CARDINAL", "PERCENT", "MONEY", "QUANTITY"}),
+}
+
+# Nouns that name an answer type: the coarse classes of question-classification taxonomies (Li & Roth's
+# HUM / LOC / ENTY:org / NUM:date / NUM:count ...), written once for any question, not per benchmark.
+_TYPE_WORDS = {
+    "person": """person people man woman name who spouse husband wife father mother son daughter brother sister
+        parent child grandfather grandmother grandparent uncle aunt nephew niece cousin sibling king queen ceo
+        chairman president leader head chief star actor actress player owner partner""",
+    "place": """place country city town state location nationality birthplace region province continent capital
+        village county headquarters where island river mountain site venue address area district""",
+    "organization": """company organization organisation university team club band party school college label
+        agency firm network publisher studio institution brand manufacturer airline bank group""",
+    "date": "date year day month time century decade birthday when era period",
+    "number": """number amount percentage percent proportion share ratio rate total count population age height
+        length size price cost value revenue income sales profit margin growth quantity score sum average weight
+        distance duration volume frequency""",
+}
+_TYPE_NOUNS: dict[str, str] = {word: kind for kind, words in _TYPE_WORDS.items() for word in words.split()}
+# a noun that only asks to name something: look at what it is the name of ("the name of the director")
+_LIGHT_NOUNS = frozenset({"name", "title", "kind", "type", "sort", "one", "part", "term"})
+_AGENT = re.compile(r"[a-z]{3,}(er|or|ist|ian|ant|ent)$")
+_NOT_AGENT = frozenset({"number", "order", "center", "centre", "quarter", "member", "letter", "chapter", "paper",
+                        "water", "matter", "power", "other", "error", "sector", "factor", "color", "colour",
+                        "percent", "student", "content", "event", "amount", "element", "segment", "government",
+                        "payment", "investment", "equipment", "management", "development", "statement", "moment",
+                        "component", "department", "parent", "agent", "client", "patient", "resident"})  # fmt: skip
+_PERSON_FALLBACK = frozenset({"member", "parent", "agent", "client", "patient", "resident", "student"})
+
+# Ordering words: the direction in which the asked-for value wins. Age words order birth dates the other way.
+_MIN_WORDS = frozenset({"first", "earlier", "earliest", "sooner", "before", "less", "fewer", "least", "lowest",
+                        "lower", "smaller", "smallest", "shorter", "shortest", "cheaper", "cheapest"})  # fmt: skip
+_MAX_WORDS = frozenset({"later", "latest", "last", "after", "recent", "more", "most", "highest", "higher", "larger",
+                        "largest", "bigger", "biggest", "longer", "longest", "greater", "greatest", "newer",
+                        "newest"})  # fmt: skip
+_OLDER = frozenset({"older", "oldest", "elder", "eldest"})  # born earlier
+_YOUNGER = frozenset({"younger", "youngest"})  # born later
+_TEMPORAL = frozenset({"first", "earlier", "earliest", "sooner", "before", "later", "latest", "last", "after",
+                       "recent", "newer", "newest", "older", "oldest", "elder", "eldest", "younger",
+                       "youngest"})  # fmt: skip
+_WH = {"who": "person", "whom": "person", "whose": "person", "where": "place", "when": "date", "why": "string"}
+_HOW_NUMBER = frozenset({"many", "much", "long", "old", "far", "big", "large", "tall", "high", "often", "wide"})
+_QUOTED = re.compile(r"[\"“”']([^\"“”']{2,80})[\"“”']")
+# words a title may hold between capitalized words ("The Mask Of Fu Manchu"); not "and", which joins two names
+# far more often in questions than it sits inside one title
+_TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de", "la", "le", "von", "van", "du", "da",
+                            "di", "del", "at", "with"})  # fmt: skip
+_PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
+_OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_LIST_VERBS = frozenset({"list", "enumerate", "name"})
+
+
+@dataclass(frozen=True)
+class QuestionAnalysis:
+    """What a question asks for, read off its parse."""
+
+    text: str
+    answer_type: str  # one of ANSWER_TYPES
+    wh: str = ""  # the wh-word or the opening auxiliary ("who", "how many", "is")
+    focus: str = ""  # the noun the question asks about ("country", "director", "percentage")
+    value_type: str = ""  # choice / yes-no questions: the type of the value compared for each option
+    relation: tuple[str, ...] = ()  # stemmed content words of the relation asked about
+    relation_words: tuple[str, ...] = ()  # the same words as written, for display and prompts
+    entities: tuple[str, ...] = ()  # named things, longest first
+    options: tuple[str, ...] = ()  # choice questions: the alternatives, as written
+    order: str = ""  # "min" / "max": which value wins a comparison; "" when none
+    same: bool = False  # the question asks whether things share a value
+    count: bool = False  # "how many": an integer count
+    unit: str = ""  # number questions: "%" when a percentage is asked for
+    notes: list[str] = field(default_factory=list, compare=False)
+
+    @property
+    def labels(self) -> frozenset[str]:
+        """NER labels an answer of this type can carry (empty: any span)."""
+        return TYPE_LABELS.get(self.value_type or self.answer_type, frozenset())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+def stem(word: str) -> str:
+    """The crude 5-character stem ``extractive.content_words`` uses ("directed" meets "director")."""
+    return word.lower()[:5]
+
+
+def clean_name(name: str) -> str:
+    """A name as a question writes it, without a possessive or a parenthesized qualifier ("Inherent Vice (Film)")."""
+    name = _PAREN.sub("", name.strip(" ,.?\"'“”"))
+    return re.sub(r"(?:'s|’s|')$", "", name).strip(" ,.")
+
+
+def _noun_type(lemma: str) -> str:
+    lemma = lemma.lower()
+    if lemma in _TYPE_NOUNS:
+        return _TYPE_NOUNS[lemma]
+    if lemma in _PERSON_FALLBACK:
+        return "person"
+    if lemma not in _NOT_AGENT and _AGENT.fullmatch(lemma):
+        return "person"
+    return ""
+
+
+def _options(text: str) -> tuple[str, ...]:
+    """The alternatives of "..., A or B?" (also "A, B or C"), as written."""
+    body = text.strip().rstrip("?").strip()
+    if not _OR.search(body):
+        return ()
+    # the alternatives follow the last comma or colon before the first " or "
+    head = _OR.split(body, maxsplit=1)[0]
+    cut = max(head.rfind(","), head.rfind(":"))
+    if cut < 0:
+        return ()
+    parts = [p.strip(" ,;\"'“”") for p in re.split(r"\s*,\s*|\s+or\s+", body[cut + 1 :], flags=re.IGNORECASE)]
+    parts = [p for p in parts if p]
+    return tuple(parts) if len(parts) >= 2 else ()
+
+
+def _options_around_or(text: str, named: Sequence[str]) -> tuple[str, ...]:
+    """ "Was A or B born first?": the names on either side of the " or " (no comma marks the alternatives)."""
+    at = _OR.search(text)
+    if at is None:
+        return ()
+    before = [(text.rfind(n, 0, at.start() + 1), n) for n in named if text.rfind(n, 0, at.start() + 1) >= 0
+              and text.rfind(n, 0, at.start() + 1) + len(n) >= at.start() - 1]  # fmt: skip
+    after = [(text.find(n, at.end() - 1), n) for n in named if at.end() - 1 <= text.find(n, at.end() - 1) <= at.end()]
+    if not before or not after:
+        return ()
+    return (max(before)[1], min(after)[1])
+
+
+def _title_runs(tokens: list[Any]) -> list[str]:
+    """Title-case runs ("The Mask Of Fu Manchu", "Blind Shaft"): names spaCy's NER often misses."""
+    runs: list[str] = []
+    cur: list[Any] = []
+
+    def flush() -> None:
+        while cur and cur[-1].lower_ in _TITLE_JOINERS:
+            cur.pop()
+        if cur and any(t.text[:1].isupper() for t in cur):
+            runs.append(" ".join(t.text for t in cur).replace(" 's", "'s"))
+        cur.clear()
+
+    for i, t in enumerate(tokens):
+        starts_upper = t.text[:1].isupper() or (t.text[:1].isdigit() and bool(cur))
+        if (starts_upper and (i > 0 or t.pos_ == "PROPN")) or (cur and t.lower_ in _TITLE_JOINERS):
+            cur.append(t)
+        else:
+            flush()
+    flush()
+    return runs
+
+
+@lru_cache(maxsize=2048)
+def _analyze_cached(text: str, model: str) -> QuestionAnalysis:
+    from mmkg.nlp import load_pipeline
+
+    return _analyze(text, load_pipeline(model)(text))
+
+
+def analyze(text: str, model: str | None = None) -> QuestionAnalysis:
+    """The analysis of ``text`` with the configured spaCy pipeline (cached per question)."""
+    if model is None:
+        from mmkg.settings import get_settings
+
+        model = get_settings().spacy_model
+    return _analyze_cached(text.strip(), model)
+
+
+def _analyze(text: str, doc: Any) -> QuestionAnalysis:
+    tokens = [t for t in doc if not t.is_space]
+    if not tokens:
+        return QuestionAnalysis(text, "string")
+    lower = [t.lower_ for t in tokens]
+    options = _options(text)
+    entities: list[str] = [e.text for e in doc.ents if e.label_ not in ("ORDINAL", "CARDINAL")]
+    entities += _title_runs(tokens)
+    entities += _QUOTED.findall(text)
+    entities += list(options)
+    entities = sorted({c for e in entities if len(c := clean_name(e)) > 1}, key=lambda e: (-len(e), e))
+    # drop a name that is only the first word of the question ("Which"), one that only qualifies another in
+    # parentheses ("(Illustrator)") or one contained in a longer one; split "A and B" in a yes/no question
+    asides = " ".join(re.findall(r"\(([^)]*)\)", text))
+    yes_no = tokens[0].pos_ == "AUX" and not options
+    split: list[str] = []
+    for e in entities:
+        parts = e.split(" and ")
+        split += parts if yes_no and len(parts) == 2 and all(p[:1].isupper() for p in parts) else [e]
+    entities = sorted(set(split), key=lambda e: (-len(e), e))
+    named: list[str] = []
+    for e in entities:
+        if e in asides and e not in _PAREN.sub("", text.replace(f"({asides})", "")):
+            continue
+        if e.lower() in ("which", "what", "who", "when", "where", "how", "is", "are", "did", "do", "does", "was"):
+            continue
+        if not any(e in longer for longer in named):
+            named.append(e)
+    if not options and " or " in text:
+        options = _options_around_or(text, named)
+        named = list(dict.fromkeys([*named, *options]))
+
+    # wh-word, focus noun and answer type
+    wh, focus, atype, count, unit = "", "", "", False, ""
+    first = tokens[0]
+    wh_tok = next((t for t in tokens if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
+    if first.pos_ == "AUX" or (first.tag_ in ("VBZ", "VBD", "VBP", "MD") and wh_tok is None):
+        wh = first.lower_
+        atype = "choice" if options else "yes_no"
+    elif wh_tok is not None:
+        wh = wh_tok.lower_
+        nxt = tokens[wh_tok.i + 1] if wh_tok.i + 1 < len(tokens) else None
+        if wh == "how" and nxt is not None and nxt.lower_ in _HOW_NUMBER:
+            wh, atype, count = f"how {nxt.lower_}", "number", nxt.lower_ == "many"
+            focus = next((t.lemma_.lower() for t in tokens[nxt.i + 1 :] if t.pos_ == "NOUN"), "")
+        elif wh in _WH and wh != "whose":
+            atype = _WH[wh]
+        if not atype:
+            focus = _focus(doc, wh_tok)
+            ftype = _noun_type(focus) if focus else ""
+            atype = ftype or ("person" if wh in ("who", "whom", "whose") else "string")
+    elif lower[0] in _LIST_VERBS or "list" in lower[:3]:
+        wh, atype = lower[0], "list"
+        focus = next((t.lemma_.lower() for t in tokens[1:] if t.pos_ == "NOUN"), "")
+    else:
+        atype = "choice" if options else "string"
+    if atype not in ("choice", "yes_no") and options:
+        atype = "choice"
+    if atype == "number" and ("percentage" in lower or "percent" in lower or "%" in text):
+        unit = "%"
+
+    # comparison: ordering word and direction (for choices and yes/no questions), "same"
+    order, value_type = "", ""
+    for t in tokens if atype in ("choice", "yes_no") else ():
+        w = t.lower_
+        if w in _OLDER:
+            order, value_type = "min", "date"
+        elif w in _YOUNGER:
+            order, value_type = "max", "date"
+        elif (w in _MIN_WORDS or w in _MAX_WORDS) and (t.tag_ in ("JJR", "RBR", "JJS", "RBS") or w in _TEMPORAL):
+            order = "min" if w in _MIN_WORDS else "max"
+            value_type = "date" if w in _TEMPORAL else "number"
+        if order:
+            break
+    same = "same" in lower
+    if same:
+        idx = lower.index("same")
+        noun = next((t for t in tokens[idx + 1 :] if t.pos_ in ("NOUN", "PROPN")), None)
+        value_type = _noun_type(noun.lemma_) if noun is not None else ""
+        if noun is not None and not focus:
+            focus = noun.lemma_.lower()
+        value_type = value_type or "place"
+
+    # relation words: content words outside the names, the wh-phrase and the options
+    named_tokens: set[int] = set()
+    for name in named:
+        for m in re.finditer(re.escape(name), text):
+            named_tokens |= {t.i for t in doc if m.start() <= t.idx < m.end()}
+    skip = {"same", "both", "which", "what", "who", "whom", "whose", "when", "where", "how", "many", "much"}
+    rel_words = [
+        t.text for t in tokens
+        if t.i not in named_tokens and not t.is_stop and not t.is_punct and t.pos_ in ("NOUN", "VERB", "ADJ", "PROPN")
+        and t.lower_ not in skip and t.lower_ not in _MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER and len(t.text) > 1
+        and t.lower_ not in _LIGHT_NOUNS
+    ]  # fmt: skip
+    if any(w in _OLDER or w in _YOUNGER for w in lower) and order:
+        rel_words.append("born")  # age orders birth dates
+    relation = tuple(dict.fromkeys(stem(w) for w in rel_words))
+    if atype == "choice" and not value_type and order:
+        value_type = "date"
+    return QuestionAnalysis(
+        text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
+        relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
+        same=same, count=count, unit=unit,
+    )  # fmt: skip
+
+
+def _focus(doc: Any, wh_tok: Any) -> str:
+    """The noun a "what"/"which" question asks about: "which *country*", "what is the *date* of death of".
+
+    A light noun ("name", "title", "kind") passes to the noun it governs ("the name of the *director*").
+    "date of death" / "place of birth" keep their head ("date", "place"), which carries the type.
+    """
+    if wh_tok.dep_ == "det" and wh_tok.head.pos_ in ("NOUN", "PROPN"):
+        noun = wh_tok.head
+    else:
+        # "What is the X of Y": the attribute or subject noun next to the copula
+        roles = ("attr", "nsubj", "dobj", "nsubjpass", "ROOT")
+        noun = next((t for t in doc[wh_tok.i + 1 :] if t.pos_ == "NOUN" and t.dep_ in roles), None)
+        if noun is None:
+            noun = next((t for t in doc[wh_tok.i + 1 :] if t.pos_ == "NOUN"), None)
+    if noun is None:
+        return ""
+    seen = 0
+    while noun.lemma_.lower() in _LIGHT_NOUNS and seen < 3:
+        seen += 1
+        pobj = next((c for p in noun.children if p.dep_ == "prep" for c in p.children if c.dep_ == "pobj"), None)
+        if pobj is None:
+            break
+        noun = pobj
+    return noun.lemma_.lower()

@@ -1,0 +1,503 @@
+"""The short answer without a language model: typed candidates from the evidence, scored, compared or declined.
+
+``read(analysis, result, evidence)`` is a classic QA reader over what retrieval already found:
+
+1. **Sentences**: every sentence of the evidence shown (``Context.evidence``), each with its retrieval
+   score where the strategy scored it and the sentence before it (a candidate in "On that flight,
+   STS-93, ..." inherits the words of "Collins became the first woman to command a mission" at a
+   discount: the answer is often one sentence after the words that ask for it).
+2. **Candidates**: spaCy's entities of the labels the answer type allows (``TYPE_LABELS``), numbers and
+   percentages for number questions, identifiers and title-case names for free-string questions;
+   nothing the question itself names.
+3. **Scores**: a weighted sum of the sentence's relevance (retrieval cosine plus the share of the
+   question's words it holds), the share of the question's relation words around the candidate and
+   its distance to the nearest, whether the sentence is about a thing the question names or about a
+   page those sentences lead to (the bridge of a two-hop question), a graph relation whose predicate
+   is the question's relation and whose end is the candidate, and the chunk's rank; occurrences of
+   the same answer in other sentences add a little (agreement across passages).
+4. **Choice and yes/no**: each option's (or named thing's) own evidence gives it a value of the type
+   the question compares (a date for "born later", a nationality for "same nationality"); the
+   ordering word picks the winner, equality answers "same".
+5. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept.
+
+Every answer carries the sentence that supports it (the span by character offsets), a confidence in
+[0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
+edge with its sentence) when the result's relations hold one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from mmkg.generation.base import Evidence
+from mmkg.generation.question import QuestionAnalysis, stem
+from mmkg.retrieval.results import RetrievalResult
+
+NOT_ANSWERABLE = "Not answerable"
+#: the default abstention threshold on confidence (chosen on MMLongBench-Doc dev, see benchmarks/RESULTS.md)
+MIN_CONFIDENCE = 0.25
+WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
+MAX_SENTENCES = 40  # sentences sent through NER per question (the latency budget)
+PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
+
+_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])|\n\s*\n+")
+_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])[-+]?\$?\d+(?:\.\d+)?%?")
+_IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
+_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_MONTH_NAMES = "january february march april may june july august september october november december"
+_MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
+_MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
+_DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
+_TYPED_LABELS = frozenset({"PERSON", "DATE", "TIME", "GPE", "LOC", "NORP", "CARDINAL", "PERCENT", "MONEY", "QUANTITY",
+                           "ORDINAL"})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Support:
+    """A sentence that supports the answer, the answer's span in it, and where the sentence is in its evidence."""
+
+    label: int  # the evidence number, as cited: [label]
+    sentence: str
+    start: int  # the answer's span in ``sentence`` (character offsets; -1 when the sentence does not spell it)
+    end: int
+    chunk_id: str = ""
+    offset: int = -1  # where ``sentence`` starts in the evidence text shown
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """One edge of the graph path from the question's entity to the answer."""
+
+    subject: str
+    predicate: str
+    object: str
+    sentence: str
+    label: int | None = None  # the evidence number of the edge's sentence, when it was shown
+    source: str = "relation"  # relation: a triple of the graph; mention: both named in one sentence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    label: str  # the NER label, or NUMBER / IDENT / TITLE for spans found by pattern
+    score: float
+    evidence: int
+    sentence: str
+    start: int
+    end: int
+    features: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class ShortAnswer:
+    """The reader's answer: short text, confidence, support, path, and the candidates it chose among."""
+
+    text: str
+    answer_type: str
+    confidence: float
+    abstained: bool = False
+    guess: str = ""  # the best candidate when the reader declined to answer
+    method: str = ""  # span | choice | yes_no | none
+    support: list[Support] = field(default_factory=list)
+    path: list[PathStep] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    reason: str = ""  # in words: why this answer (or why none)
+    latency_ms: float = 0.0  # question analysis and reading
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class _Sentence:
+    text: str
+    label: int  # evidence number
+    rank: int  # 0-based position of its evidence
+    chunk_id: str
+    title: str
+    offset: int  # start in the evidence text
+    retrieval: float
+    prev: str = ""  # the sentence before it in the same evidence
+    about: float = 0.0
+    pre: float = 0.0
+
+
+def normalize(text: str) -> str:
+    """SQuAD-style normalization: lower case, no punctuation, no articles, single spaces."""
+    text = re.sub(r"[^\w\s]", " ", text.lower())
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in _WORD.findall(text) if len(w) > 1}
+
+
+def _contains(haystack: str, needle: str) -> bool:
+    n = normalize(needle)
+    return bool(n) and f" {n} " in f" {normalize(haystack)} "
+
+
+@lru_cache(maxsize=1)
+def _ner_pipeline(model: str) -> Any:
+    from mmkg.nlp import load_pipeline
+
+    return load_pipeline(model)
+
+
+@lru_cache(maxsize=8192)
+def _entities(sentence: str, model: str) -> tuple[tuple[str, str, int, int], ...]:
+    """(text, label, start, end) of spaCy's entities in one sentence; the parser is skipped (NER needs none)."""
+    nlp = _ner_pipeline(model)
+    with nlp.select_pipes(disable=[p for p in ("parser", "mmkg_block_breaks", "lemmatizer") if p in nlp.pipe_names]):
+        doc = nlp(sentence)
+    return tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
+
+
+def _model() -> str:
+    from mmkg.settings import get_settings
+
+    return get_settings().spacy_model
+
+
+def date_key(text: str) -> tuple[int, int, int] | None:
+    """A sortable (year, month, day) from a date as written ("3 May 1950", "May 1950", "1950"); None without a year."""
+    years = _YEAR.findall(text)
+    if not years:
+        return None
+    month_m = _MONTH.search(text)
+    month = _MONTHS[month_m.group(1).lower()] if month_m else 0
+    day = 0
+    if month_m:
+        rest = text[: month_m.start()] + " " + text[month_m.end() :]
+        d = next((int(m.group(1)) for m in _DAY.finditer(rest) if 1 <= int(m.group(1)) <= 31
+                  and not _YEAR.fullmatch(m.group(0))), 0)  # fmt: skip
+        day = d
+    return int(years[0]), month, day
+
+
+def _number_value(text: str) -> float | None:
+    m = _NUMBER.search(text.replace("\u2212", "-"))
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", "").replace("$", "").rstrip("%"))
+    except ValueError:
+        return None
+
+
+class Reader:
+    """Reads a short answer out of a retrieval result's evidence; see the module docstring."""
+
+    def __init__(self, min_confidence: float = MIN_CONFIDENCE, weights: dict[str, float] | None = None,
+                 model: str | None = None):  # fmt: skip
+        self.min_confidence = min_confidence
+        self.weights = {**WEIGHTS, **(weights or {})}
+        self.model = model
+
+    # -- sentences ------------------------------------------------------------------------------------------------
+    def _sentences(self, q: QuestionAnalysis, evidence: Sequence[Evidence]) -> list[_Sentence]:
+        wanted = _stems(q.text) - {stem(w) for w in ("what", "which", "who", "when", "where", "how")}
+        out: list[_Sentence] = []
+        for rank, ev in enumerate(e for e in evidence if e.kind == "chunk"):
+            scored = {t.strip()[:60]: s for t, s in ev.sentences}
+            pos, prev = 0, ""
+            for part in _SPLIT.split(ev.text):
+                part = part.strip()
+                if not part:
+                    continue
+                off = ev.text.find(part, pos)
+                pos = off + len(part) if off >= 0 else pos
+                s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)), prev)
+                words = _stems(part)
+                overlap = len(words & wanted) / len(wanted) if wanted else 0.0
+                s.about = 1.0 if any(_contains(part, e) or _contains(ev.title, e) for e in q.entities) else 0.0
+                s.pre = max(s.retrieval, 0.0) + overlap + 0.5 * s.about + 0.3 / (1 + rank)
+                out.append(s)
+                prev = part
+        return out
+
+    def _bridge_titles(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> set[str]:
+        """Titles of evidence that the question's own sentences name: the pages a second hop lands on."""
+        own = [s.text for s in sentences if s.about]
+        titles = {s.title for s in sentences if s.title}
+        return {t for t in titles if not any(_contains(t, e) or _contains(e, t) for e in q.entities)
+                and any(_contains(text, t) for text in own)}  # fmt: skip
+
+    # -- candidates -----------------------------------------------------------------------------------------------
+    def _spans(
+        self, q: QuestionAnalysis, s: _Sentence, labels: frozenset[str], value_type: str
+    ) -> list[tuple[str, str, int, int]]:
+        model = self.model or _model()
+        ents = list(_entities(s.text, model))
+        spans: list[tuple[str, str, int, int]] = []
+        if value_type == "number":
+            covered: set[int] = set()
+            for text, label, a, b in ents:
+                if label in labels:
+                    spans.append((text, label, a, b))
+                    covered |= set(range(a, b))
+            for m in _NUMBER.finditer(s.text):
+                if m.start() not in covered and not _YEAR.fullmatch(m.group(0)):
+                    spans.append((m.group(0), "NUMBER", m.start(), m.end()))
+        elif labels:
+            spans = [e for e in ents if e[1] in labels]
+            if value_type == "date":
+                covered = {i for _, _, a, b in spans for i in range(a, b)}
+                spans += [(m.group(0), "DATE", m.start(), m.end()) for m in _YEAR.finditer(s.text)
+                          if m.start() not in covered]  # fmt: skip
+        else:  # a free string: entities of no typed class, identifiers, title-case names
+            spans = [e for e in ents if e[1] not in _TYPED_LABELS]
+            covered = {i for _, _, a, b in spans for i in range(a, b)}
+            spans += [(m.group(0), "IDENT", m.start(), m.end()) for m in _IDENT.finditer(s.text)
+                      if m.start() not in covered]  # fmt: skip
+        qn = f" {normalize(q.text)} "
+        keep = []
+        for text, label, a, b in spans:
+            n = normalize(text)
+            if not n or (f" {n} " in qn and q.answer_type != "choice"):
+                continue  # the question's own words are not its answer
+            keep.append((text.strip(), label, a, b))
+        return keep
+
+    def _features(self, q: QuestionAnalysis, s: _Sentence, a: int, b: int, bridges: set[str],
+                  relations: Sequence[tuple[set[str], str, str]]) -> dict[str, float]:  # fmt: skip
+        rel = set(q.relation)
+        tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.text)]
+        here = {t for _, t in tokens}
+        prev = _stems(s.prev)
+        share = len(rel & here) / len(rel) if rel else 0.0
+        share = max(share, PREVIOUS_DISCOUNT * (len(rel & prev) / len(rel) if rel else 0.0))
+        dist = min((abs(pos - a) if pos < a else abs(pos - b) for pos, t in tokens if t in rel and not a <= pos < b),
+                   default=None)  # fmt: skip
+        near = 1.0 / (1.0 + dist / 30.0) if dist is not None else 0.0
+        about = s.about or (PREVIOUS_DISCOUNT if any(_contains(s.prev, e) for e in q.entities) else 0.0)
+        if not about and s.title in bridges:
+            about = 0.8
+        cand = normalize(s.text[a:b])
+        graph = 1.0 if any(pred & rel and (cand in subj or cand in obj) for pred, subj, obj in relations) else 0.0
+        focus = 1.0 if q.focus and stem(q.focus) in (here | prev) else 0.0
+        return {"sentence": min(s.pre, 2.0) / 2.0, "relation": share, "near": near, "about": about, "graph": graph,
+                "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
+
+    def candidates(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], value_type: str,
+                   result: RetrievalResult | None = None, limit: int = MAX_SENTENCES) -> list[Candidate]:  # fmt: skip
+        """Typed candidates from the best ``limit`` sentences, one per distinct answer, best first."""
+        labels = q.labels if value_type == (q.value_type or q.answer_type) else _labels(value_type)
+        pool = sorted(sentences, key=lambda s: -s.pre)[:limit]
+        bridges = self._bridge_titles(q, sentences)
+        relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
+                     for r in (result.relations if result is not None else [])]  # fmt: skip
+        best: dict[str, Candidate] = {}
+        seen: dict[str, set[str]] = {}
+        for s in pool:
+            for text, label, a, b in self._spans(q, s, labels, value_type):
+                f = self._features(q, s, a, b, bridges, relations)
+                score = sum(self.weights[k] * v for k, v in f.items())
+                key = normalize(text)
+                seen.setdefault(key, set()).add(s.text)
+                if key not in best or score > best[key].score:
+                    best[key] = Candidate(text, label, score, s.label, s.text, a, b, f)
+        out = []
+        for key, c in best.items():
+            extra = 0.15 * math.log1p(len(seen[key]) - 1)
+            out.append(Candidate(c.text, c.label, c.score + extra, c.evidence, c.sentence, c.start, c.end,
+                                 {**c.features, "agreement": extra}))  # fmt: skip
+        out.sort(key=lambda c: (-c.score, c.evidence, c.start))
+        return out
+
+    # -- the answer -----------------------------------------------------------------------------------------------
+    def read(self, q: QuestionAnalysis, result: RetrievalResult | None, evidence: Sequence[Evidence]) -> ShortAnswer:
+        sentences = self._sentences(q, evidence)
+        if not sentences:
+            return ShortAnswer(NOT_ANSWERABLE, q.answer_type, 0.0, abstained=True, method="none",
+                               reason="no evidence was retrieved")  # fmt: skip
+        offsets = {(s.label, s.text): s for s in sentences}
+        if q.answer_type == "choice" and q.options:
+            ans = self._choice(q, sentences, result)
+        elif q.answer_type == "yes_no":
+            ans = self._yes_no(q, sentences, result)
+        else:
+            ans = self._span(q, sentences, result)
+        ans.support = [
+            Support(sp.label, sp.sentence, sp.start, sp.end, offsets[(sp.label, sp.sentence)].chunk_id,
+                    offsets[(sp.label, sp.sentence)].offset) if (sp.label, sp.sentence) in offsets else sp
+            for sp in ans.support
+        ]  # fmt: skip
+        ans.path = self._path(q, ans, sentences, result)
+        if not ans.abstained and ans.method == "span" and ans.confidence < self.min_confidence:
+            ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
+            ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
+                          f"(best guess {ans.guess!r})")  # fmt: skip
+        return ans
+
+    def _confidence(self, cands: Sequence[Candidate]) -> float:
+        total = sum(self.weights.values())
+        top = cands[0].score / total
+        margin = (cands[0].score - cands[1].score) / cands[0].score if len(cands) > 1 and cands[0].score > 0 else 1.0
+        return round(max(0.0, min(1.0, top * (0.7 + 0.3 * margin))), 3)
+
+    def _span(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None) -> ShortAnswer:
+        vtype = q.answer_type if q.answer_type in ("person", "place", "organization", "date", "number") else "string"
+        cands = self.candidates(q, sentences, vtype, result)
+        if q.unit == "%":
+            pct = [c for c in cands if c.text.endswith("%") or c.label == "PERCENT"]
+            cands = pct + [c for c in cands if c not in pct] if pct else cands
+        if q.count:
+            ints = [c for c in cands if re.fullmatch(r"\d+", c.text.replace(",", "")) or c.label == "CARDINAL"]
+            cands = ints or cands
+        if not cands:
+            return ShortAnswer(NOT_ANSWERABLE, q.answer_type, 0.0, abstained=True, method="span",
+                               reason=f"no {vtype} in the evidence")  # fmt: skip
+        top = cands[0]
+        text = top.text
+        if vtype == "number":
+            text = _clean_number(text, q)
+        conf = self._confidence(cands)
+        why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
+        return ShortAnswer(
+            text, q.answer_type, conf, method="span", support=[Support(top.evidence, top.sentence, top.start, top.end)],
+            candidates=list(cands[:5]), reason=f"the best-scored {vtype} in the evidence ({why})",
+        )  # fmt: skip
+
+    def _option_sentences(self, option: str, sentences: Sequence[_Sentence]) -> list[_Sentence]:
+        own = [s for s in sentences if _contains(s.title, option) or _contains(option, s.title) if s.title]
+        own = own or [s for s in sentences if _contains(s.text, option)]
+        # the second hop: pages the option's own sentences name ("directed by Li Yang" -> Li Yang's page)
+        named = {s.title for s in sentences if s.title and any(_contains(o.text, s.title) for o in own)}
+        hop = [s for s in sentences if s.title in named and s not in own]
+        return own + hop
+
+    def _value(self, q: QuestionAnalysis, option: str, sentences: Sequence[_Sentence], vtype: str,
+               result: RetrievalResult | None) -> Candidate | None:  # fmt: skip
+        pool = self._option_sentences(option, sentences)
+        if not pool:
+            return None
+        sub = QuestionAnalysis(q.text, vtype, q.wh, q.focus, vtype, q.relation, q.relation_words,
+                               (*(e for e in q.entities if e != option and e not in q.options), option))  # fmt: skip
+        for s in pool:
+            s.about = 1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5
+        cands = self.candidates(sub, pool, vtype, result)
+        if vtype == "date":
+            cands = [c for c in cands if date_key(c.text) is not None]
+        elif vtype == "number":
+            cands = [c for c in cands if _number_value(c.text) is not None]
+        return cands[0] if cands else None
+
+    def _choice(
+        self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None
+    ) -> ShortAnswer:
+        vtype = q.value_type or ("date" if q.order else "string")
+        values = {o: self._value(q, o, sentences, vtype, result) for o in q.options}
+        found = {o: v for o, v in values.items() if v is not None}
+        support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
+        if q.order and len(found) >= 2:
+            key = (lambda v: date_key(v.text)) if vtype == "date" else (lambda v: _number_value(v.text))
+            ranked = sorted(found.items(), key=lambda kv: key(kv[1]), reverse=q.order == "max")
+            (best, bv), (_, rv) = ranked[0], ranked[1]
+            if key(bv) != key(rv):
+                desc = "; ".join(f"{o}: {v.text}" for o, v in found.items())
+                return ShortAnswer(best, "choice", 0.8, method="choice", support=support,
+                                   reason=f"{'earliest' if q.order == 'min' else 'latest'} {vtype} wins ({desc})")
+        # no comparison possible: the option whose evidence best matches the question
+        support_of = {o: max((s.pre for s in self._option_sentences(o, sentences)), default=0.0) for o in q.options}
+        best = max(q.options, key=lambda o: (support_of[o], -q.options.index(o)))
+        return ShortAnswer(best, "choice", 0.3 if found else 0.2, method="choice", support=support,
+                           reason=f"values found for {len(found)} of {len(q.options)} options; "
+                                  "the option with the most relevant evidence")  # fmt: skip
+
+    def _yes_no(
+        self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None
+    ) -> ShortAnswer:
+        things = [e for e in q.entities][:2]
+        if q.same and len(things) >= 2:
+            vtype = q.value_type or "place"
+            values = {t: self._value(q, t, sentences, vtype, result) for t in things}
+            found = {t: v for t, v in values.items() if v is not None}
+            support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
+            if len(found) == 2:
+                a, b = (normalize(v.text) for v in found.values())
+                same = a == b or _same_place(a, b)
+                desc = "; ".join(f"{t}: {v.text}" for t, v in found.items())
+                return ShortAnswer("yes" if same else "no", "yes_no", 0.75, method="yes_no", support=support,
+                                   reason=f"{'the same' if same else 'different'} {q.focus or vtype} ({desc})")
+            return ShortAnswer("no", "yes_no", 0.3, method="yes_no", support=support,
+                               reason=f"a value for {len(found)} of 2; answered no")  # fmt: skip
+        # a statement to check: does the best sentence about the named thing hold the question's words?
+        best = max(sentences, key=lambda s: s.pre)
+        rel = set(q.relation)
+        share = len(rel & _stems(best.text)) / len(rel) if rel else 0.0
+        yes = share >= 0.5
+        return ShortAnswer("yes" if yes else "no", "yes_no", round(0.3 + 0.4 * abs(share - 0.5), 3), method="yes_no",
+                           support=[Support(best.label, best.text, -1, -1)],
+                           reason=f"{share:.0%} of the question's words are in the best sentence")  # fmt: skip
+
+    # -- the path -------------------------------------------------------------------------------------------------
+    def _path(self, q: QuestionAnalysis, ans: ShortAnswer, sentences: Sequence[_Sentence],
+              result: RetrievalResult | None) -> list[PathStep]:  # fmt: skip
+        """Question entity → (bridge →) answer, from the result's relations, else from sentences naming both."""
+        if ans.abstained or ans.method == "none" or not ans.support:
+            return []
+        label_of = {s.chunk_id: s.label for s in sentences}
+        target = ans.text if ans.method == "span" else ""
+        rels = list(result.relations) if result is not None else []
+        steps: list[PathStep] = []
+        if target:
+            to = [r for r in rels if _contains(r.object, target) or _contains(r.subject, target)]
+            for r in to:
+                other = r.subject if _contains(r.object, target) else r.object
+                if any(_contains(other, e) or _contains(e, other) for e in q.entities):
+                    return [PathStep(r.subject, r.predicate, r.object, r.sentence, label_of.get(r.chunk_id))]
+                first = next((x for x in rels if x is not r and _touches(x, [other]) and _touches(x, q.entities)), None)
+                if first is not None:
+                    return [PathStep(first.subject, first.predicate, first.object, first.sentence,
+                                     label_of.get(first.chunk_id)),
+                            PathStep(r.subject, r.predicate, r.object, r.sentence, label_of.get(r.chunk_id))]
+        # from sentences: the question's entity, the page the answer's sentence is on, the answer
+        sup = ans.support[0]
+        home = next((s for s in sentences if s.label == sup.label), None)
+        if home is None or not q.entities:
+            return steps
+        entity = next((e for e in q.entities if _contains(sup.sentence, e) or _contains(home.title, e)), None)
+        if entity is not None and target:
+            return [PathStep(entity, "stated with", target, sup.sentence, sup.label, "mention")]
+        if home.title and target:
+            via = next((s for s in sentences if s.about and _contains(s.text, home.title)), None)
+            if via is not None:
+                e = next((e for e in q.entities if _contains(via.text, e) or _contains(via.title, e)), q.entities[0])
+                return [PathStep(e, "mentions", home.title, via.text, via.label, "mention"),
+                        PathStep(home.title, "stated with", target, sup.sentence, sup.label, "mention")]  # fmt: skip
+        return steps
+
+
+def _touches(r: Any, names: Sequence[str]) -> bool:
+    """Whether a relation's subject or object is (or contains) one of ``names``."""
+    return any(_contains(r.subject, n) or _contains(r.object, n) for n in names)
+
+
+def _labels(value_type: str) -> frozenset[str]:
+    from mmkg.generation.question import TYPE_LABELS
+
+    return TYPE_LABELS.get(value_type, frozenset())
+
+
+def _same_place(a: str, b: str) -> bool:
+    """Two nationality or country values that name the same place ("american" / "united states" is not caught)."""
+    return bool(a) and bool(b) and (a.startswith(b[:4]) or b.startswith(a[:4]))
+
+
+def _clean_number(text: str, q: QuestionAnalysis) -> str:
+    """A number as an answer: no thousands commas or currency sign; a percentage keeps its % when one is asked."""
+    m = _NUMBER.search(text)
+    if not m:
+        return text
+    num = m.group(0).replace(",", "").replace("$", "")
+    if q.count:
+        num = num.rstrip("%")
+    return num

@@ -1,0 +1,130 @@
+"""Short answers without a language model: question analysis on real spaCy parses, the reader on a real index.
+
+The questions here are written for the hand-written corpus of ``conftest.art`` (paintings, painters and
+their birthplaces), so each one has a known answer one or two hops away; none is a benchmark question.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ArtCorpus
+from typer.testing import CliRunner
+
+from mmkg.cli import app
+from mmkg.generation import ExtractiveGenerator, answer, prepare
+from mmkg.generation.question import analyze
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
+from mmkg.index import Index
+
+
+@pytest.mark.parametrize(
+    ("question", "atype", "extra"),
+    [
+        ("Who founded the bakery on Elm Street?", "person", {}),
+        ("Where did the sculptor of the fountain study?", "place", {}),
+        ("When did the bridge open?", "date", {}),
+        ("In which year was the harbour dredged?", "date", {"focus": "year"}),
+        ("Which country is the composer of the opera from?", "place", {"focus": "country"}),
+        ("What is the name of the director of the museum?", "person", {"focus": "director"}),
+        ("How many boats are in the painting?", "number", {"count": True}),
+        ("What percentage of the budget went to roads?", "number", {"unit": "%"}),
+        ("Which company built the ferry?", "organization", {}),
+        ("Is the lighthouse older than the church?", "yes_no", {}),
+        ("Which bridge opened first, Tower Bridge or London Bridge?", "choice",
+         {"options": ("Tower Bridge", "London Bridge"), "order": "min", "value_type": "date"}),
+        ("Who is younger, Ada Lovelace or Mary Somerville?", "choice",
+         {"options": ("Ada Lovelace", "Mary Somerville"), "order": "max"}),
+        ("Was Ada Lovelace or Mary Somerville born later?", "choice",
+         {"options": ("Ada Lovelace", "Mary Somerville"), "order": "max"}),
+        ("Are Tower Bridge and London Bridge in the same city?", "yes_no", {"same": True}),
+    ],
+)  # fmt: skip
+def test_question_analysis_types_the_expected_answer(question: str, atype: str, extra: dict):
+    q = analyze(question)
+    assert q.answer_type == atype, q
+    for key, value in extra.items():
+        assert getattr(q, key) == value, (key, q)
+
+
+def test_question_analysis_names_the_relation_and_the_entities():
+    q = analyze("Where was the painter of The Blue Harbour born?")
+    assert q.answer_type == "place" and "The Blue Harbour" in q.entities
+    assert {"paint", "born"} <= set(q.relation)  # stems: "painter" meets "painted"
+    q = analyze("Do Margit Holm and Erik Sand share the same nationality?")
+    assert q.same and set(q.entities[:2]) == {"Margit Holm", "Erik Sand"} and q.focus == "nationality"
+    q = analyze("Who is older, Cheryl Saban or Dmitry Grigorieff's father?")
+    assert "born" in q.relation_words  # age orders birth dates
+    assert "Dmitry Grigorieff" in q.options[1]
+
+
+def test_dates_sort_by_year_month_and_day():
+    assert date_key("3 May 1950") == (1950, 5, 3)
+    assert date_key("May 1950") < date_key("3 May 1950") < date_key("June 1950") < date_key("1951")
+    assert date_key("the spring") is None
+    assert normalize("The Blue Harbour!") == "blue harbour"
+
+
+@pytest.mark.parametrize(
+    ("question", "short"),
+    [
+        ("Where was Margit Holm born?", "Uppsala"),
+        ("Who painted The Red Mill?", "Erik Sand"),
+        ("When was Erik Sand born?", "1885"),
+        ("Where was the painter of The Blue Harbour born?", "Uppsala"),  # two hops: painting -> painter -> place
+        ("Which painting was painted first, The Blue Harbour or The Red Mill?", "The Red Mill"),
+        ("Who was born later, Erik Sand or Margit Holm?", "Margit Holm"),
+    ],
+)
+def test_the_extractive_backend_answers_short_and_cites_the_supporting_sentence(
+    art_index: Index, question: str, short: str
+):
+    a = answer(art_index, question, ExtractiveGenerator(), k=5)
+    assert a.short_answer == short, (a.short_answer, a.reading["reason"], a.reading["candidates"][:3])
+    assert a.text.startswith(short) and a.citations and 0 < a.confidence <= 1
+    support = a.reading["support"][0]
+    shown = {c.label: c for c in a.citations}
+    assert support["label"] in shown  # the supporting sentence is cited
+    if a.answer_type != "choice":  # the span highlighted is the answer, at its offsets in the sentence
+        assert support["sentence"][support["start"] : support["end"]] == short
+    assert support["sentence"] in a.context  # ... and it was in the evidence shown
+    assert a.latency_ms["read"] > 0
+
+
+def test_a_two_hop_answer_shows_the_graph_path(art_index: Index):
+    a = answer(art_index, "Where was the painter of The Blue Harbour born?", ExtractiveGenerator(), k=5)
+    path = a.reading["path"]
+    assert path, a.reading
+    assert "Blue Harbour" in path[0]["subject"] + path[0]["object"]
+    assert "Uppsala" in path[-1]["object"] + path[-1]["subject"]
+    for step in path:  # every edge carries the sentence it was read from
+        assert step["sentence"] and step["sentence"] in a.context
+
+
+def test_the_reader_declines_when_the_evidence_holds_nothing_of_the_type(art_index: Index):
+    res = art_index.retrieve(text="How many windows does the National Museum have?", k=5)
+    request, ctx, _ = prepare(res, "How many windows does the National Museum have?")
+    reading = request.reading
+    assert reading is not None and reading.abstained and reading.text == NOT_ANSWERABLE
+    assert "below" in reading.reason or "no number" in reading.reason
+    # a stricter reader declines more, a permissive one answers the same evidence
+    assert Reader(min_confidence=0.0).read(request.analysis, res, ctx.evidence).confidence == reading.confidence
+
+
+def test_prompts_for_models_carry_the_reading(art_index: Index):
+    q = "Where was the painter of The Blue Harbour born?"
+    request, _, _ = prepare(art_index.retrieve(text=q, k=5), q, "qa")
+    assert "Expected answer: place" in request.user and "Uppsala [" in request.user
+    assert "Path: " in request.user
+
+
+def test_cli_ask_json_has_the_short_answer_support_and_path(art: ArtCorpus):
+    r = CliRunner().invoke(app, ["ask", "Who painted The Red Mill?", "--index", str(art.data / "index"), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["short_answer"] == "Erik Sand" and out["answer_type"] == "person"
+    assert out["reading"]["support"][0]["sentence"].startswith("Erik Sand painted The Red Mill")
+    r = CliRunner().invoke(app, ["ask", "Who painted The Red Mill?", "--index", str(art.data / "index")])
+    assert r.exit_code == 0 and "Erik Sand" in r.output.splitlines()[0]
+    assert "confidence" in r.output
