@@ -802,6 +802,18 @@ EvalIndex = Annotated[
     Path | None, typer.Option("--index", help="Evaluate this existing index root; skip writing and building.")
 ]
 Limit = Annotated[int | None, typer.Option("--limit", help="Only the first N questions.")]
+Answers = Annotated[
+    str,
+    typer.Option(
+        "--answers",
+        help="Score the reader's short answers where questions carry gold answers: on, off, or only (no "
+        "retrieval methods).",
+    ),
+]
+AnswerStrategy = Annotated[
+    str | None,
+    typer.Option("--answer-strategy", help="Strategy[:preset] that retrieves for the answers (default: mg2)."),
+]
 Depth = Annotated[int, typer.Option("--depth", help="Chunks retrieved per query before mapping to units.")]
 Reuse = Annotated[
     bool,
@@ -828,8 +840,13 @@ def _evaluate(
     processes: int | None,
     reuse: bool,
     corpus_root: Path | None = None,
+    answers: str = "on",
+    answer_strategy: str | None = None,
 ) -> None:
-    """Build (or re-use, or take) an index, run every method, print the tables, write the report files."""
+    """Build (or re-use, or take) an index, run every method, print the tables, write the report files.
+
+    ``answers``: "on" also scores the reader's short answers where questions carry gold answers, "only"
+    skips the retrieval methods, "off" skips the answers."""
     import time
 
     from rich.markdown import Markdown
@@ -838,9 +855,16 @@ def _evaluate(
     from mmkg.eval import make_methods, parse_methods, run_eval
     from mmkg.eval.runner import steps_for
 
+    if answers not in ("on", "off", "only"):
+        console.print(f"[red]error:[/] --answers must be on, off or only, not {answers!r}")
+        raise typer.Exit(2)
     try:
         names = parse_methods(methods)
         ks = sorted({int(x) for x in k.split(",") if x.strip()})
+        if answer_strategy is not None:
+            from mmkg.retrieval import get_strategy
+
+            get_strategy(answer_strategy)  # name[:preset]; unknown names fail here, before any build
     except ValueError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -877,19 +901,33 @@ def _evaluate(
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console) as bar:
-        task = bar.add_task(f"{name}: {len(ms)} method(s)", total=steps_for(dataset, ms))
-        try:
-            result = run_eval(idx, dataset, ms, ks=ks, depth=depth, on_step=lambda: bar.advance(task))
-        except ValueError as exc:  # questions that do not fit the index, bad k or depth
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from exc
-    result.build, result.open_s = build, open_s
-    rpath, mpath = result.write(out or data_root / "results")
-    from mmkg.eval.report import markdown
+    if answers != "only":
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task(f"{name}: {len(ms)} method(s)", total=steps_for(dataset, ms))
+            try:
+                result = run_eval(idx, dataset, ms, ks=ks, depth=depth, on_step=lambda: bar.advance(task))
+            except ValueError as exc:  # questions that do not fit the index, bad k or depth
+                console.print(f"[red]error:[/] {exc}")
+                raise typer.Exit(2) from exc
+        result.build, result.open_s = build, open_s
+        rpath, mpath = result.write(out or data_root / "results")
+        from mmkg.eval.report import markdown
 
-    console.print(Markdown(markdown(result)))
-    console.print(f"Per-question results: [bold]{rpath}[/]; report: [bold]{mpath}[/]")
+        console.print(Markdown(markdown(result)))
+        console.print(f"Per-question results: [bold]{rpath}[/]; report: [bold]{mpath}[/]")
+    with_gold = sum(q.answer is not None for q in dataset.questions)
+    if answers == "off" or not with_gold:
+        if answers == "only":
+            console.print(f"[yellow]no question of {name} carries a gold answer; nothing to score[/]")
+        return
+    from mmkg.eval import answers as answer_eval
+
+    with Progress(*columns, console=console) as bar:
+        task = bar.add_task(f"{name}: answers", total=with_gold)
+        report = answer_eval.run_answers(idx, dataset, strategy=answer_strategy, on_step=lambda: bar.advance(task))
+    jpath, apath = answer_eval.write(report, out or data_root / "results")
+    console.print(Markdown(answer_eval.markdown(report)))
+    console.print(f"Per-question answers: [bold]{jpath}[/]; report: [bold]{apath}[/]")
 
 
 def _dataset_error(exc: Exception) -> typer.Exit:
@@ -900,9 +938,9 @@ def _dataset_error(exc: Exception) -> typer.Exit:
 @eval_app.command("twowiki")
 def eval_twowiki(
     corpus: Annotated[Path, typer.Option(help="2Wiki corpus.json")] = DATASETS / "twowiki" / "corpus.json",
-    questions: Annotated[Path, typer.Option(help="Questions with supporting_titles.")] = DATASETS
-    / "twowiki"
-    / "questions_dev.json",
+    questions: Annotated[
+        list[Path], typer.Option(help="Questions with supporting_titles (and answers); repeat for several files.")
+    ] = [DATASETS / "twowiki" / "questions_dev.json"],  # noqa: B006 - typer reads the default, never mutates it
     partitions: Annotated[int, typer.Option(help="Corpus partitions to split the passages into.")] = 1,
     methods: Methods = "bm25,dense,graph:default",
     k: Ks = "1,2,5,8,10",
@@ -913,8 +951,10 @@ def eval_twowiki(
     depth: Depth = 50,
     processes: Processes = None,
     reuse: Reuse = False,
+    answers: Answers = "on",
+    answer_strategy: AnswerStrategy = None,
 ) -> None:
-    """2WikiMultihopQA: passage recall@k, perfect retrieval@k and MRR over the whole corpus."""
+    """2WikiMultihopQA: passage recall@k, perfect retrieval@k and MRR over the whole corpus; answer EM and F1."""
     from mmkg.eval import DatasetError, TwoWiki
 
     try:
@@ -922,7 +962,7 @@ def eval_twowiki(
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
     _evaluate(tw.dataset, lambda root: tw.write_corpus(root, partitions), "twowiki", data_root, index, methods, k,
-              out, limit, depth, processes, reuse)  # fmt: skip
+              out, limit, depth, processes, reuse, answers=answers, answer_strategy=answer_strategy)  # fmt: skip
 
 
 @eval_app.command("mmlongbench")
@@ -940,8 +980,11 @@ def eval_mmlongbench(
     depth: Depth = 50,
     processes: Processes = None,
     reuse: Reuse = False,
+    answers: Answers = "on",
+    answer_strategy: AnswerStrategy = None,
 ) -> None:
-    """MMLongBench-Doc: page recall@k within each question's document and across the corpus, by evidence source."""
+    """MMLongBench-Doc: page recall@k within each question's document and across the corpus, by evidence source;
+    answer accuracy and F1 by the benchmark's rules."""
     from mmkg.eval import DatasetError, MMLongBench
 
     try:
@@ -949,7 +992,7 @@ def eval_mmlongbench(
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
     _evaluate(mb.dataset, mb.write_corpus, "mmlongbench", data_root, index, methods, k, out, limit, depth, processes,
-              reuse)  # fmt: skip
+              reuse, answers=answers, answer_strategy=answer_strategy)  # fmt: skip
 
 
 @eval_app.command("sample")
@@ -965,6 +1008,8 @@ def eval_sample(
     depth: Depth = 50,
     processes: Processes = None,
     reuse: Reuse = False,
+    answers: Answers = "on",
+    answer_strategy: AnswerStrategy = None,
 ) -> None:
     """The bundled sample corpus and its hand-written questions: the quick smoke evaluation."""
     from mmkg.eval import DatasetError, load_sample
@@ -973,7 +1018,8 @@ def eval_sample(
         ds = load_sample(questions or corpus / "questions.json")
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
-    _evaluate(ds, None, "sample", data_root, index, methods, k, out, limit, depth, processes, reuse, corpus_root=corpus)
+    _evaluate(ds, None, "sample", data_root, index, methods, k, out, limit, depth, processes, reuse, corpus_root=corpus,
+              answers=answers, answer_strategy=answer_strategy)  # fmt: skip
 
 
 @eval_app.command("compare")

@@ -128,3 +128,45 @@ def test_cli_ask_json_has_the_short_answer_support_and_path(art: ArtCorpus):
     r = CliRunner().invoke(app, ["ask", "Who painted The Red Mill?", "--index", str(art.data / "index")])
     assert r.exit_code == 0 and "Erik Sand" in r.output.splitlines()[0]
     assert "confidence" in r.output
+
+
+def test_squad_metrics():
+    from mmkg.eval.answers import exact_match, token_f1
+
+    assert exact_match("The Red Mill", "red mill!") == 1.0 and exact_match("Uppsala", "Stockholm") == 0.0
+    assert token_f1("Margit Holm", "Holm") == pytest.approx(2 / 3)
+    assert token_f1("yes", "no") == 0.0 and token_f1("", "") == 1.0
+
+
+def test_eval_scores_answers_beside_the_baselines(art: ArtCorpus, tmp_path):
+    questions = [
+        {"id": "a1", "question": "Who painted The Red Mill?", "answer": "Erik Sand",
+         "supporting_titles": ["The Red Mill"]},
+        {"id": "a2", "question": "Where was the painter of The Blue Harbour born?", "answer": "Uppsala",
+         "supporting_titles": ["The Blue Harbour", "Margit Holm"]},
+        {"id": "a3", "question": "Who was born first, Margit Holm or Erik Sand?", "answer": "Erik Sand",
+         "supporting_titles": ["Margit Holm", "Erik Sand"]},
+        {"id": "a4", "question": "Which lake is the largest in Sweden?", "answer": "Vanern",
+         "supporting_titles": ["Swedish lakes"]},
+    ]  # fmt: skip
+    qpath = tmp_path / "questions.json"
+    qpath.write_text(json.dumps(questions))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["eval", "sample", "--questions", str(qpath), "--index", str(art.data / "index"),
+                                 "--answers", "only", "--out", str(out)])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    report = json.loads((out / "answers.json").read_text())
+    assert report["n"] == 4 and report["scoring"] == "squad"
+    s = report["summary"]
+    assert s["reader"]["em"] >= 0.75 and s["reader"]["f1"] > s["first_sentence"]["f1"]
+    assert s["not_answerable"]["em"] == 0.0
+    by_id = {q["id"]: q for q in report["questions"]}
+    assert by_id["a3"]["type"] == "choice" and by_id["a3"]["predictions"]["random_choice"] in (
+        "Margit Holm",
+        "Erik Sand",
+    )
+    assert report["versus_first_sentence"]["wins"] >= 3
+    assert "| reader |" in (out / "answers.md").read_text()
+    bad = CliRunner().invoke(app, ["eval", "sample", "--questions", str(qpath), "--index", str(art.data / "index"),
+                                   "--answers", "sometimes"])  # fmt: skip
+    assert bad.exit_code == 2 and "--answers must be on, off or only" in bad.output

@@ -15,6 +15,8 @@ import hashlib
 import json
 import re
 import shutil
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +48,7 @@ class Question:
     doc: str | None = None  # the question's own document (MMLongBench-Doc), for document-filtered retrieval
     sources: tuple[str, ...] = ()  # evidence kinds (text, table, chart, figure, layout)
     answer: str | None = None
+    answer_format: str | None = None  # MMLongBench-Doc: Str, Int, Float, List or None (how the answer is scored)
 
     @property
     def answerable(self) -> bool:
@@ -122,7 +125,8 @@ class TwoWiki:
     dataset: Dataset
 
     @classmethod
-    def load(cls, corpus_json: Path, questions_json: Path) -> TwoWiki:
+    def load(cls, corpus_json: Path, questions_json: Path | Sequence[Path]) -> TwoWiki:
+        """The corpus and its questions; several question files are read in order (ids must not repeat)."""
         data = _read_json(corpus_json)
         if not isinstance(data, list):
             raise DatasetError(f"{corpus_json}: expected a list of {{title, text}} passages")
@@ -133,7 +137,10 @@ class TwoWiki:
         titles = {p["title"] for p in passages}
         if len(titles) != len(passages):
             raise DatasetError(f"{corpus_json}: titles are not unique; a title cannot identify its passage")
-        questions = load_title_questions(questions_json, titles)
+        files = [questions_json] if isinstance(questions_json, Path) else list(questions_json)
+        questions = [q for path in files for q in load_title_questions(path, titles)]
+        if dup := sorted(i for i, n in Counter(q.id for q in questions).items() if n > 1):
+            raise DatasetError(f"{', '.join(map(str, files))}: question ids repeat across the files: {dup[:5]}")
         return cls(passages, Dataset("twowiki", questions, "title"))
 
     def write_corpus(self, out_root: Path, partitions: int = 1) -> list[str]:
@@ -200,6 +207,7 @@ class MMLongBench:
                     doc=row["doc_id"],
                     sources=tuple(dict.fromkeys(SOURCES[s] for s in raw_sources)),
                     answer=None if row.get("answer") is None else str(row["answer"]),
+                    answer_format=row.get("answer_format"),
                 )
             )
         return cls(docs, Dataset("mmlongbench", questions, "page", partitions))

@@ -1,0 +1,218 @@
+"""Answer quality: the reader's short answers scored against gold answers, beside baselines from the same run.
+
+For every question that carries a gold ``answer`` the harness retrieves with one strategy (the default
+unless told), builds the context as ``mmkg ask`` does, and scores four systems on the same evidence:
+
+- ``reader``: the short answer of ``mmkg.generation.reader`` (what ``mmkg ask`` answers offline);
+- ``not_answerable``: "Not answerable" everywhere (what abstaining on everything scores);
+- ``first_sentence``: the first sentence of the top chunk (the copied-sentence answer at its simplest);
+- ``random_choice``: choice questions get one of their options and yes/no questions "yes" or "no", at
+  random (seeded); every other question gets the first sentence, so the column reads as "random where a
+  guess is possible".
+
+Scoring follows the dataset: SQuAD-style exact match and token F1 (lower case, no punctuation or
+articles) for 2Wiki and the sample corpus; MMLongBench-Doc's rules by answer format
+(``answer_scoring.score``) and its F1, with accuracy over answerable questions beside it. Questions
+are grouped by the answer type the analysis gave them (and, for MMLongBench-Doc, by the gold format).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
+from mmkg.eval.datasets import Dataset, Question
+from mmkg.generation.answer import prepare
+from mmkg.generation.reader import MIN_CONFIDENCE, normalize
+from mmkg.index.reader import Index
+
+SYSTEMS = ("reader", "not_answerable", "first_sentence", "random_choice")
+_FIRST = re.compile(r"(?<=[.!?])\s+")
+
+
+def exact_match(gold: str, pred: str) -> float:
+    return float(normalize(gold) == normalize(pred))
+
+
+def token_f1(gold: str, pred: str) -> float:
+    """SQuAD's token F1 after normalization ("yes"/"no"/"noanswer" must match exactly, as in HotpotQA)."""
+    g, p = normalize(gold).split(), normalize(pred).split()
+    if not g or not p:
+        return float(g == p)
+    common = sum((Counter(g) & Counter(p)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+@dataclass
+class AnswerReport:
+    dataset: str
+    strategy: str
+    k: int
+    budget: int
+    n: int
+    scoring: str  # squad | mmlongbench
+    summary: dict[str, dict[str, float]]  # system -> metric -> value
+    by_type: dict[str, dict[str, dict[str, float]]]  # system -> group -> metric -> value
+    latency: dict[str, float]  # reader and retrieval milliseconds
+    versus_first_sentence: dict[str, int]  # questions the reader wins, loses and ties against the copied sentence
+    min_confidence: float
+    questions: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _first_sentence(ctx_evidence: Any) -> str:
+    chunks = [e for e in ctx_evidence if e.kind == "chunk"]
+    if not chunks:
+        return NOT_ANSWERABLE
+    return _FIRST.split(chunks[0].text.strip(), maxsplit=1)[0]
+
+
+def _metrics(scoring: str, q: Question, fmt: str | None, pred: str) -> dict[str, float]:
+    gold = str(q.answer)
+    if scoring == "mmlongbench":
+        return {"score": score(gold, pred, fmt or "Str")}
+    return {"em": exact_match(gold, pred), "f1": token_f1(gold, pred)}
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100)[int(p) - 1]
+
+
+def run_answers(
+    index: Index,
+    dataset: Dataset,
+    strategy: str | None = None,
+    k: int = 8,
+    budget: int = 1500,
+    seed: int = 0,
+    on_step: Callable[[], None] | None = None,
+) -> AnswerReport:
+    """Answer every question with a gold answer; score the reader and the baselines. A question that names
+    its document (MMLongBench-Doc) is answered from that document alone, as the benchmark asks."""
+    questions = [q for q in dataset.questions if q.answer is not None]
+    doc_filters: dict[str, list[str]] = {}
+    for doc_id, source_path in index.documents.select("doc_id", "source_path").iter_rows():
+        doc_filters.setdefault(Path(source_path).name, []).append(doc_id)
+    scoring = "mmlongbench" if dataset.name == "mmlongbench" else "squad"
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    read_ms: list[float] = []
+    retrieve_ms: list[float] = []
+    for q in questions:
+        filters = {"doc_id": doc_filters[q.doc]} if q.doc and q.doc in doc_filters else None
+        t0 = time.perf_counter()
+        result = index.retrieve(text=q.question, k=k, strategy=strategy, filters=filters)
+        retrieve_ms.append((time.perf_counter() - t0) * 1e3)
+        request, ctx, _ = prepare(result, q.question, budget=budget)
+        reading, analysis = request.reading, request.analysis
+        assert reading is not None and analysis is not None
+        read_ms.append(reading.latency_ms)
+        first = _first_sentence(ctx.evidence)
+        if analysis.answer_type == "choice" and analysis.options:
+            rnd = rng.choice(analysis.options)
+        elif analysis.answer_type == "yes_no":
+            rnd = rng.choice(("yes", "no"))
+        else:
+            rnd = first
+        preds = {"reader": reading.text, "not_answerable": NOT_ANSWERABLE, "first_sentence": first,
+                 "random_choice": rnd}  # fmt: skip
+        rows.append({
+            "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
+            "type": analysis.answer_type, "strategy": result.strategy, "predictions": preds,
+            "scores": {name: _metrics(scoring, q, q.answer_format, p) for name, p in preds.items()},
+            "confidence": reading.confidence, "abstained": reading.abstained, "guess": reading.guess,
+            "reason": reading.reason, "read_ms": reading.latency_ms,
+        })  # fmt: skip
+        if on_step:
+            on_step()
+    summary: dict[str, dict[str, float]] = {}
+    by_type: dict[str, dict[str, dict[str, float]]] = {}
+    for name in SYSTEMS:
+        summary[name] = _summarize(scoring, rows, name)
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            groups.setdefault(r["type"], []).append(r)
+            if r["format"]:
+                groups.setdefault(f"format {r['format']}", []).append(r)
+        by_type[name] = {g: _summarize(scoring, rs, name) for g, rs in sorted(groups.items())}
+    main = "score" if scoring == "mmlongbench" else "f1"
+    wins = sum(r["scores"]["reader"][main] > r["scores"]["first_sentence"][main] for r in rows)
+    losses = sum(r["scores"]["reader"][main] < r["scores"]["first_sentence"][main] for r in rows)
+    return AnswerReport(
+        dataset=dataset.name, strategy=strategy or "default", k=k, budget=budget, n=len(rows), scoring=scoring,
+        summary=summary, by_type=by_type,
+        latency={"read_p50_ms": round(_pct(read_ms, 50), 2), "read_p95_ms": round(_pct(read_ms, 95), 2),
+                 "retrieve_p50_ms": round(_pct(retrieve_ms, 50), 2),
+                 "retrieve_p95_ms": round(_pct(retrieve_ms, 95), 2)},
+        versus_first_sentence={"wins": wins, "losses": losses, "ties": len(rows) - wins - losses},
+        min_confidence=MIN_CONFIDENCE, questions=rows,
+    )  # fmt: skip
+
+
+def _summarize(scoring: str, rows: list[dict[str, Any]], name: str) -> dict[str, float]:
+    if not rows:
+        return {"n": 0}
+    if scoring == "mmlongbench":
+        scored = [Scored(r["id"], str(r["gold"]), r["predictions"][name], r["format"] or "Str",
+                         r["scores"][name]["score"]) for r in rows]  # fmt: skip
+        acc, f1 = accuracy_and_f1(scored)
+        answerable = [s.score for s in scored if s.gold != NOT_ANSWERABLE]
+        return {"n": len(rows), "accuracy": round(acc, 4), "f1": round(f1, 4),
+                "accuracy_answerable": round(sum(answerable) / len(answerable), 4) if answerable else 0.0}  # fmt: skip
+    em = sum(r["scores"][name]["em"] for r in rows) / len(rows)
+    f1 = sum(r["scores"][name]["f1"] for r in rows) / len(rows)
+    return {"n": len(rows), "em": round(em, 4), "f1": round(f1, 4)}
+
+
+def markdown(r: AnswerReport) -> str:
+    """The answer tables: systems side by side, then by answer type (and format), the latency, wins and losses."""
+    metrics = ["accuracy", "f1", "accuracy_answerable"] if r.scoring == "mmlongbench" else ["em", "f1"]
+    out = [f"## Answers ({r.n} questions with a gold answer; retrieval `{r.strategy}`, k={r.k}, budget {r.budget})",
+           "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]  # fmt: skip
+    for name in SYSTEMS:
+        out.append(f"| {name} | " + " | ".join(f"{r.summary[name].get(m, 0.0):.3f}" for m in metrics) + " |")
+    groups = list(r.by_type["reader"])
+    out += ["", "By answer type (the analysis's) and gold format:", "",
+            "| group | n | " + " | ".join(f"reader {m}" for m in metrics) + " | first_sentence | random_choice |",
+            "|---|---:|" + "---:|" * (len(metrics) + 2)]  # fmt: skip
+    main = metrics[0]
+    for g in groups:
+        cells = [f"{r.by_type['reader'][g].get(m, 0.0):.3f}" for m in metrics]
+        cells += [f"{r.by_type[s][g].get(main, 0.0):.3f}" for s in ("first_sentence", "random_choice")]
+        out.append(f"| {g} | {int(r.by_type['reader'][g]['n'])} | " + " | ".join(cells) + " |")
+    v = r.versus_first_sentence
+    out += ["", f"Reader against the first sentence: {v['wins']} wins, {v['losses']} losses, {v['ties']} ties. "
+            f"Reader latency p50 {r.latency['read_p50_ms']:.1f} ms, p95 {r.latency['read_p95_ms']:.1f} ms "
+            f"(retrieval p50 {r.latency['retrieve_p50_ms']:.1f} ms). Abstention below confidence "
+            f"{r.min_confidence:.2f}."]  # fmt: skip
+    return "\n".join(out)
+
+
+def write(report: AnswerReport, out_dir: Path) -> tuple[Path, Path]:
+    """``answers.json`` (every question, every system) and ``answers.md`` (the tables)."""
+    import json
+
+    from mmkg.atomic import write_bytes
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    jpath, mpath = out_dir / "answers.json", out_dir / "answers.md"
+    write_bytes(jpath, json.dumps(report.to_dict(), indent=1, ensure_ascii=False).encode("utf-8"))
+    write_bytes(mpath, markdown(report).encode("utf-8"))
+    return jpath, mpath
