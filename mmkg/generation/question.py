@@ -103,15 +103,45 @@ class QuestionAnalysis:
     same: bool = False  # the question asks whether things share a value
     count: bool = False  # "how many": an integer count
     unit: str = ""  # number questions: "%" when a percentage is asked for
+    kin: tuple[str, ...] = ()  # stems that state the asked kinship from the other side ("son" for "father")
+    bridge: str = ""  # the person noun between the named thing and the answer ("director" of film X), if any
+    hops: int = 1  # 2: the answer is on the bridge's own page ("Where was the director of film X born?")
     notes: list[str] = field(default_factory=list, compare=False)
 
     @property
     def labels(self) -> frozenset[str]:
         """NER labels an answer of this type can carry (empty: any span)."""
-        return TYPE_LABELS.get(self.value_type or self.answer_type, frozenset())
+        return labels_for(self.value_type or self.answer_type, self.focus)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+# How a text states a kinship the question names from the other side: "Who is X's father?" is answered by
+# "X is the son of Y". General kinship, the same for any question.
+_KIN = {
+    "father": "son daughter child born", "mother": "son daughter child born", "parent": "son daughter child born",
+    "son": "father mother parent child", "daughter": "father mother parent child",
+    "child": "father mother parent son daughter", "husband": "married wife spouse", "wife": "married husband spouse",
+    "spouse": "married husband wife", "brother": "sibling sister", "sister": "sibling brother",
+}
+def kin_words(noun: str) -> list[str]:
+    """The words that state kinship ``noun`` from the other side (none for a noun that is no kinship)."""
+    return _KIN.get(noun, "").split()
+
+
+_NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin"})
+
+
+def labels_for(answer_type: str, focus: str = "") -> frozenset[str]:
+    """NER labels an answer of ``answer_type`` can carry. A place is a country or nationality adjective only
+    when the question asks for one ("What nationality ..."); "where" asks for a town, a region, a building
+    or an institution (ORG, which the reader weighs down against places)."""
+    if answer_type == "place":
+        if focus in _NATIONALITY:
+            return frozenset({"NORP", "GPE"})
+        return frozenset({"GPE", "LOC", "FAC", "ORG"})
+    return TYPE_LABELS.get(answer_type, frozenset())
 
 
 def stem(word: str) -> str:
@@ -299,14 +329,54 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
     ]  # fmt: skip
     if any(w in _OLDER or w in _YOUNGER for w in lower) and order:
         rel_words.append("born")  # age orders birth dates
+
     relation = tuple(dict.fromkeys(stem(w) for w in rel_words))
     if atype == "choice" and not value_type and order:
         value_type = "date"
+    bridge, hops = _bridge(doc, named, atype) if atype not in ("choice", "yes_no") else ("", 1)
+    kin = [w for t in tokens if (lem := t.lemma_.lower()) in _KIN and lem != bridge for w in kin_words(lem)]
     return QuestionAnalysis(
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
+        kin=tuple(dict.fromkeys(stem(w) for w in kin)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
-        same=same, count=count, unit=unit,
+        same=same, count=count, unit=unit, bridge=bridge, hops=hops,
     )  # fmt: skip
+
+
+def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int]:
+    """The person noun that links the named thing to the answer, and whether the answer lies one hop past it.
+
+    "the director of film X" and "X's father" make "director" / "father" the bridge: the person the named
+    thing's page names. The answer is that person ("Who is X's father?", one hop) unless the question asks
+    something of them: a place, a date ("Where was the director of film X born?") or another person
+    ("Who is the child of the director of film X?"): then it lies on the bridge's own page (two hops).
+    Read off the word order ("N of [the] [kind] X", "X's N") rather than the parse, which long titles
+    inside a question often break.
+    """
+    text = doc.text
+    lemma = {t.idx: t.lemma_.lower() for t in doc}
+    for name in named:
+        at = text.find(name)
+        if at < 0:
+            continue
+        found = None
+        m = re.search(r"(\w+) of (?:the )?(?:[a-z]+ )?$", text[:at])
+        if m:
+            found = (m.start(1), m.group(1))
+        m2 = re.match(r"(?:'s|’s|')\s+(?:[a-z]+-)?(\w+)", text[at + len(name) :])
+        if m2:
+            found = (at + len(name) + m2.start(1), m2.group(1))
+        if found is None:
+            continue
+        pos, word = found
+        noun = lemma.get(pos, word.lower())
+        if _noun_type(noun) != "person" or noun in ("name", "who"):
+            continue
+        # another person noun governing this one ("the child of the director of ...") makes a second hop
+        outer = re.search(r"(\w+) of (?:the )?$", text[: m.start(1)]) if m and found[0] == m.start(1) else None
+        second = outer is not None and _noun_type(lemma.get(outer.start(1), outer.group(1).lower())) == "person"
+        return noun, 2 if (atype != "person" or second) else 1
+    return "", 1
 
 
 def _focus(doc: Any, wh_tok: Any) -> str:

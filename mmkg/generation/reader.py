@@ -30,20 +30,23 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from mmkg.generation.base import Evidence
-from mmkg.generation.question import QuestionAnalysis, stem
+from mmkg.generation.question import QuestionAnalysis, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
 #: the default abstention threshold on confidence (chosen on MMLongBench-Doc dev, see benchmarks/RESULTS.md)
-MIN_CONFIDENCE = 0.25
+MIN_CONFIDENCE = 0.15
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
 MAX_SENTENCES = 40  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
+ORG_AS_PLACE = 0.6  # an organization's score as the answer to "where"
+BRIDGE_PAGE = 1.0  # a bridge person whose own page was retrieved
+BRIDGE_WEIGHT = 0.5  # how much the bridge's own score adds to a two-hop answer's
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])|\n\s*\n+")
 _WORD = re.compile(r"[\w'-]+", re.UNICODE)
@@ -135,6 +138,21 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+_ABBREVIATION = re.compile(r"\b[A-Z][a-z]?\.$|\b(?:St|Mt|Jr|Sr|Dr|Mr|Mrs|Ms|Co|Ft|No|Vol|Gen|Col|Lt|Rev)\.$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of an evidence text: at a full stop before a capital, or a blank line; not after an
+    abbreviation or an initial ("St. Louis", "Dr. Ruth", "J. R. R. Tolkien", "U.S. Army")."""
+    out: list[str] = []
+    for part in _SPLIT.split(text):
+        if out and _ABBREVIATION.search(out[-1]) and not out[-1].endswith("\n"):
+            out[-1] = f"{out[-1]} {part}"
+        else:
+            out.append(part)
+    return out
+
+
 def _stems(text: str) -> set[str]:
     return {stem(w) for w in _WORD.findall(text) if len(w) > 1}
 
@@ -208,7 +226,7 @@ class Reader:
         for rank, ev in enumerate(e for e in evidence if e.kind == "chunk"):
             scored = {t.strip()[:60]: s for t, s in ev.sentences}
             pos, prev = 0, ""
-            for part in _SPLIT.split(ev.text):
+            for part in split_sentences(ev.text):
                 part = part.strip()
                 if not part:
                     continue
@@ -268,15 +286,18 @@ class Reader:
 
     def _features(self, q: QuestionAnalysis, s: _Sentence, a: int, b: int, bridges: set[str],
                   relations: Sequence[tuple[set[str], str, str]]) -> dict[str, float]:  # fmt: skip
-        rel = set(q.relation)
+        rel, kin = set(q.relation), set(q.kin)
         tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.text)]
         here = {t for _, t in tokens}
         prev = _stems(s.prev)
-        share = len(rel & here) / len(rel) if rel else 0.0
-        share = max(share, PREVIOUS_DISCOUNT * (len(rel & prev) / len(rel) if rel else 0.0))
-        dist = min((abs(pos - a) if pos < a else abs(pos - b) for pos, t in tokens if t in rel and not a <= pos < b),
-                   default=None)  # fmt: skip
-        near = 1.0 / (1.0 + dist / 30.0) if dist is not None else 0.0
+
+        def share_in(words: set[str]) -> float:  # a kinship stated from the other side counts as one word
+            return min(1.0, (len(rel & words) + bool(kin & words)) / len(rel)) if rel else 0.0
+
+        share = max(share_in(here), PREVIOUS_DISCOUNT * share_in(prev))
+        dist = min((abs(pos - a) if pos < a else abs(pos - b) for pos, t in tokens
+                    if (t in rel or t in kin) and not a <= pos < b), default=None)  # fmt: skip
+        near = 1.0 / (1.0 + dist / 15.0) if dist is not None else 0.0
         about = s.about or (PREVIOUS_DISCOUNT if any(_contains(s.prev, e) for e in q.entities) else 0.0)
         if not about and s.title in bridges:
             about = 0.8
@@ -289,7 +310,7 @@ class Reader:
     def candidates(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], value_type: str,
                    result: RetrievalResult | None = None, limit: int = MAX_SENTENCES) -> list[Candidate]:  # fmt: skip
         """Typed candidates from the best ``limit`` sentences, one per distinct answer, best first."""
-        labels = q.labels if value_type == (q.value_type or q.answer_type) else _labels(value_type)
+        labels = labels_for(value_type, q.focus)
         pool = sorted(sentences, key=lambda s: -s.pre)[:limit]
         bridges = self._bridge_titles(q, sentences)
         relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
@@ -300,6 +321,8 @@ class Reader:
             for text, label, a, b in self._spans(q, s, labels, value_type):
                 f = self._features(q, s, a, b, bridges, relations)
                 score = sum(self.weights[k] * v for k, v in f.items())
+                if value_type == "place" and label == "ORG":
+                    score *= ORG_AS_PLACE  # an institution answers "where" less often than a place does
                 key = normalize(text)
                 seen.setdefault(key, set()).add(s.text)
                 if key not in best or score > best[key].score:
@@ -343,9 +366,55 @@ class Reader:
         margin = (cands[0].score - cands[1].score) / cands[0].score if len(cands) > 1 and cands[0].score > 0 else 1.0
         return round(max(0.0, min(1.0, top * (0.7 + 0.3 * margin))), 3)
 
+    def _bridges(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None,
+                 ) -> list[Candidate]:  # fmt: skip
+        """The people the named thing's own sentences name in the bridge role ("directed by Li Yang" for the
+        director of film X), best first; a person whose own page was retrieved ranks higher."""
+        own = [s for s in sentences if s.about >= 1.0]
+        if not own:
+            return []
+        sub = replace(q, answer_type="person", value_type="person", relation=(stem(q.bridge),), focus="",
+                      kin=tuple(stem(w) for w in kin_words(q.bridge)))  # fmt: skip
+        titles = {normalize(s.title) for s in sentences if s.title}
+        cands = self.candidates(sub, own, "person", result)
+        out = []
+        for c in cands:
+            page = 1.0 if normalize(c.text) in titles else 0.0
+            out.append(replace(c, score=c.score + BRIDGE_PAGE * page, features={**c.features, "page": page}))
+        out.sort(key=lambda c: -c.score)
+        return out
+
+    def _two_hops(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None,
+                  vtype: str) -> tuple[list[Candidate], Candidate | None]:  # fmt: skip
+        """Candidates read from the bridge's own page: the answer is something of the person the named thing
+        leads to (the director's birthplace, the director's father)."""
+        bridges = self._bridges(q, sentences, result)[:2]
+        best: list[tuple[float, Candidate, Candidate]] = []
+        rel = tuple(r for r in q.relation if r != stem(q.bridge))
+        for b in bridges:
+            name = b.text
+            pool = [replace(s, about=1.0) for s in sentences if s.about < 1.0 and _names(s, name)]
+            if not pool:
+                continue
+            sub = replace(q, entities=(name, *q.entities), relation=rel)
+            for c in self.candidates(sub, pool, vtype, result):
+                if _contains(name, c.text) or _contains(c.text, name):
+                    continue  # the bridge is not its own father or birthplace
+                best.append((c.score + BRIDGE_WEIGHT * b.score / sum(self.weights.values()), c, b))
+        best.sort(key=lambda x: -x[0])
+        cands = [replace(c, score=score, features={**c.features, "bridge": round(b.score, 3)}) for score, c, b in best]
+        return cands, (best[0][2] if best else None)
+
     def _span(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None) -> ShortAnswer:
         vtype = q.answer_type if q.answer_type in ("person", "place", "organization", "date", "number") else "string"
-        cands = self.candidates(q, sentences, vtype, result)
+        bridge = None
+        cands: list[Candidate] = []
+        if q.bridge and q.hops == 2:
+            cands, bridge = self._two_hops(q, sentences, result, vtype)
+        elif q.bridge and vtype == "person":
+            cands = self._bridges(q, sentences, result)
+        if not cands:
+            cands = self.candidates(q, sentences, vtype, result)
         if q.unit == "%":
             pct = [c for c in cands if c.text.endswith("%") or c.label == "PERCENT"]
             cands = pct + [c for c in cands if c not in pct] if pct else cands
@@ -361,9 +430,14 @@ class Reader:
             text = _clean_number(text, q)
         conf = self._confidence(cands)
         why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
+        support = [Support(top.evidence, top.sentence, top.start, top.end)]
+        via = ""
+        if bridge is not None:
+            support.append(Support(bridge.evidence, bridge.sentence, bridge.start, bridge.end))
+            via = f" of {bridge.text}, the {q.bridge} the question names,"
         return ShortAnswer(
-            text, q.answer_type, conf, method="span", support=[Support(top.evidence, top.sentence, top.start, top.end)],
-            candidates=list(cands[:5]), reason=f"the best-scored {vtype} in the evidence ({why})",
+            text, q.answer_type, conf, method="span", support=support, candidates=list(cands[:5]),
+            reason=f"the best-scored {vtype}{via} in the evidence ({why})",
         )  # fmt: skip
 
     def _option_sentences(self, option: str, sentences: Sequence[_Sentence]) -> list[_Sentence]:
@@ -381,8 +455,7 @@ class Reader:
             return None
         sub = QuestionAnalysis(q.text, vtype, q.wh, q.focus, vtype, q.relation, q.relation_words,
                                (*(e for e in q.entities if e != option and e not in q.options), option))  # fmt: skip
-        for s in pool:
-            s.about = 1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5
+        pool = [replace(s, about=1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5) for s in pool]
         cands = self.candidates(sub, pool, vtype, result)
         if vtype == "date":
             cands = [c for c in cands if date_key(c.text) is not None]
@@ -476,15 +549,14 @@ class Reader:
         return steps
 
 
+def _names(s: _Sentence, name: str) -> bool:
+    """Whether a sentence is on ``name``'s own page or names it."""
+    return _contains(s.title, name) or _contains(name, s.title) or _contains(s.text, name)
+
+
 def _touches(r: Any, names: Sequence[str]) -> bool:
     """Whether a relation's subject or object is (or contains) one of ``names``."""
     return any(_contains(r.subject, n) or _contains(r.object, n) for n in names)
-
-
-def _labels(value_type: str) -> frozenset[str]:
-    from mmkg.generation.question import TYPE_LABELS
-
-    return TYPE_LABELS.get(value_type, frozenset())
 
 
 def _same_place(a: str, b: str) -> bool:
