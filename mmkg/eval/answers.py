@@ -30,7 +30,7 @@ from typing import Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset, Question
-from mmkg.generation.answer import prepare
+from mmkg.generation.answer import prepare, retrieve
 from mmkg.generation.reader import MIN_CONFIDENCE, normalize
 from mmkg.index.reader import Index
 
@@ -118,7 +118,7 @@ def run_answers(
     for q in questions:
         filters = {"doc_id": doc_filters[q.doc]} if q.doc and q.doc in doc_filters else None
         t0 = time.perf_counter()
-        result = index.retrieve(text=q.question, k=k, strategy=strategy, filters=filters)
+        result = retrieve(index, q.question, k=k, strategy=strategy, filters=filters)
         retrieve_ms.append((time.perf_counter() - t0) * 1e3)
         request, ctx, _ = prepare(result, q.question, budget=budget)
         reading, analysis = request.reading, request.analysis

@@ -28,6 +28,8 @@ from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
 from mmkg.retrieval.results import RetrievalResult
 
+#: chunks retrieved for each option of a choice or comparison question, beside the question's own
+OPTION_CHUNKS = 3
 #: the task a strategy's results read best with, when none is given
 DEFAULT_TASKS = {"mkg": "mkg_graph", "m3kg": "m3kg_triples"}
 
@@ -165,9 +167,49 @@ def _retrieve_and_prepare(
     max_tokens: int,
     params: dict[str, Any],
 ) -> tuple[RetrievalResult, GenerationRequest, Context, str]:
-    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    result = retrieve(index, question, image=image, k=k, strategy=strategy, filters=filters, **params)
     request, ctx, task_name = prepare(result, question, task, budget, generator, image, max_tokens)
     return result, request, ctx, task_name
+
+
+def retrieve(
+    index: Any,
+    question: str,
+    image: Path | None = None,
+    k: int = 8,
+    strategy: str | None = None,
+    filters: dict | None = None,
+    per_option: int = OPTION_CHUNKS,
+    **params: Any,
+) -> RetrievalResult:
+    """The evidence an answer is read from: the question's retrieval, and for a question that compares
+    options ("Which film came out first, A or B?", "Are A and B from the same country?") each option's own
+    retrieval too (``per_option`` chunks each, queried with the option and the question's relation words),
+    so every option's value can be read even when the question's retrieval found one side only.
+    Option chunks lead the list (one per option first), then the question's, without repeats."""
+    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    analysis = analyze(question)
+    things = analysis.options or (analysis.entities[:2] if analysis.answer_type == "yes_no" and analysis.same else ())
+    if not things or per_option < 1:
+        return result
+    t0 = time.perf_counter()
+    extra: list[list[Any]] = []
+    for thing in things:
+        query = " ".join([thing, *analysis.relation_words])
+        hits = index.retrieve(text=query, k=per_option, strategy=strategy, filters=filters, **params).chunks
+        extra.append(hits)
+    seen: set[str] = set()
+    merged = []
+    for c in [*(h[0] for h in extra if h), *result.chunks, *(c for h in extra for c in h[1:])]:
+        if c.chunk_id not in seen:
+            seen.add(c.chunk_id)
+            merged.append(c)
+    for rank, c in enumerate(merged, 1):
+        c.rank = rank
+    result.chunks = merged
+    result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
+    result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)")
+    return result
 
 
 def answer(

@@ -66,13 +66,14 @@ _PERSON_FALLBACK = frozenset({"member", "parent", "agent", "client", "patient", 
 # Ordering words: the direction in which the asked-for value wins. Age words order birth dates the other way.
 _MIN_WORDS = frozenset({"first", "earlier", "earliest", "sooner", "before", "less", "fewer", "least", "lowest",
                         "lower", "smaller", "smallest", "shorter", "shortest", "cheaper", "cheapest"})  # fmt: skip
-_MAX_WORDS = frozenset({"later", "latest", "last", "after", "recent", "more", "most", "highest", "higher", "larger",
+_MAX_WORDS = frozenset({"later", "latest", "last", "after", "recent", "recently", "more", "most", "highest", "higher",
+                        "larger",
                         "largest", "bigger", "biggest", "longer", "longest", "greater", "greatest", "newer",
                         "newest"})  # fmt: skip
 _OLDER = frozenset({"older", "oldest", "elder", "eldest"})  # born earlier
 _YOUNGER = frozenset({"younger", "youngest"})  # born later
 _TEMPORAL = frozenset({"first", "earlier", "earliest", "sooner", "before", "later", "latest", "last", "after",
-                       "recent", "newer", "newest", "older", "oldest", "elder", "eldest", "younger",
+                       "recent", "recently", "newer", "newest", "older", "oldest", "elder", "eldest", "younger",
                        "youngest"})  # fmt: skip
 _WH = {"who": "person", "whom": "person", "whose": "person", "where": "place", "when": "date", "why": "string"}
 _HOW_NUMBER = frozenset({"many", "much", "long", "old", "far", "big", "large", "tall", "high", "often", "wide"})
@@ -173,10 +174,16 @@ def _options(text: str) -> tuple[str, ...]:
         return ()
     # the alternatives follow the last comma or colon before the first " or "
     head = _OR.split(body, maxsplit=1)[0]
-    cut = max(head.rfind(","), head.rfind(":"))
+    cut = head.rfind(",")
+    cut = head.rfind(":") if cut < 0 else cut
     if cut < 0:
         return ()
-    parts = [p.strip(" ,;\"'“”") for p in re.split(r"\s*,\s*|\s+or\s+", body[cut + 1 :], flags=re.IGNORECASE)]
+    region = body[cut + 1 :]
+    # "A, B or C" lists its alternatives with commas; "A or B, C" keeps a comma inside the last title
+    pieces = _OR.split(region)
+    if len(pieces) == 2 and "," in pieces[0]:
+        pieces = [*pieces[0].split(","), pieces[1]]
+    parts = [p.strip(" ,;\"'“”") for p in pieces]
     parts = [p for p in parts if p]
     return tuple(parts) if len(parts) >= 2 else ()
 
@@ -297,6 +304,9 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
     order, value_type = "", ""
     for t in tokens if atype in ("choice", "yes_no") else ():
         w = t.lower_
+        nxt = tokens[t.i + 1].lower_ if t.i + 1 < len(tokens) else ""
+        if w in ("more", "most", "less", "least") and nxt in _TEMPORAL:
+            continue  # "more recently": the next word says what is ordered
         if w in _OLDER:
             order, value_type = "min", "date"
         elif w in _YOUNGER:
@@ -334,6 +344,11 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
     if atype == "choice" and not value_type and order:
         value_type = "date"
     bridge, hops = _bridge(doc, named, atype) if atype not in ("choice", "yes_no") else ("", 1)
+    if atype in ("choice", "yes_no") and (order or same):
+        # "Which film has the director who was born first, A or B?": compare the directors, not the films
+        person = next((t.lemma_.lower() for t in tokens if t.pos_ == "NOUN" and t.i not in named_tokens
+                       and _noun_type(t.lemma_.lower()) == "person" and t.lemma_.lower() not in ("name", "who")), "")
+        bridge, hops = (person, 2) if person else ("", 1)
     kin = [w for t in tokens if (lem := t.lemma_.lower()) in _KIN and lem != bridge for w in kin_words(lem)]
     return QuestionAnalysis(
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,

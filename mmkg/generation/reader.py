@@ -42,7 +42,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: the default abstention threshold on confidence (chosen on MMLongBench-Doc dev, see benchmarks/RESULTS.md)
 MIN_CONFIDENCE = 0.15
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
-MAX_SENTENCES = 40  # sentences sent through NER per question (the latency budget)
+MAX_SENTENCES = 24  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 ORG_AS_PLACE = 0.6  # an organization's score as the answer to "where"
 BRIDGE_PAGE = 1.0  # a bridge person whose own page was retrieved
@@ -169,13 +169,25 @@ def _ner_pipeline(model: str) -> Any:
     return load_pipeline(model)
 
 
-@lru_cache(maxsize=8192)
-def _entities(sentence: str, model: str) -> tuple[tuple[str, str, int, int], ...]:
-    """(text, label, start, end) of spaCy's entities in one sentence; the parser is skipped (NER needs none)."""
-    nlp = _ner_pipeline(model)
-    with nlp.select_pipes(disable=[p for p in ("parser", "mmkg_block_breaks", "lemmatizer") if p in nlp.pipe_names]):
-        doc = nlp(sentence)
-    return tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
+_NER_CACHE: dict[tuple[str, str], tuple[tuple[str, str, int, int], ...]] = {}
+_NER_CACHE_MAX = 20_000
+
+
+def entities(sentences: Sequence[str], model: str) -> list[tuple[tuple[str, str, int, int], ...]]:
+    """(text, label, start, end) of spaCy's entities in each sentence, in one batch; sentences seen before come
+    from a bounded cache. Only the token vectors and NER run (tagger, parser and lemmatizer are skipped)."""
+    found = {t: hit for t in sentences if (hit := _NER_CACHE.get((model, t))) is not None}
+    todo = list(dict.fromkeys(t for t in sentences if t not in found))
+    if todo:
+        nlp = _ner_pipeline(model)
+        keep = {"tok2vec", "ner"}
+        with nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in keep]):
+            for text, doc in zip(todo, nlp.pipe(todo, batch_size=64), strict=True):
+                found[text] = tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
+        if len(_NER_CACHE) + len(todo) > _NER_CACHE_MAX:
+            _NER_CACHE.clear()
+        _NER_CACHE.update({(model, t): found[t] for t in todo})
+    return [found[t] for t in sentences]
 
 
 def _model() -> str:
@@ -217,7 +229,7 @@ class Reader:
                  model: str | None = None):  # fmt: skip
         self.min_confidence = min_confidence
         self.weights = {**WEIGHTS, **(weights or {})}
-        self.model = model
+        self.model = model or _model()
 
     # -- sentences ------------------------------------------------------------------------------------------------
     def _sentences(self, q: QuestionAnalysis, evidence: Sequence[Evidence]) -> list[_Sentence]:
@@ -252,8 +264,8 @@ class Reader:
     def _spans(
         self, q: QuestionAnalysis, s: _Sentence, labels: frozenset[str], value_type: str
     ) -> list[tuple[str, str, int, int]]:
-        model = self.model or _model()
-        ents = list(_entities(s.text, model))
+        model = self.model
+        ents = list(entities([s.text], model)[0])
         spans: list[tuple[str, str, int, int]] = []
         if value_type == "number":
             covered: set[int] = set()
@@ -315,6 +327,7 @@ class Reader:
         bridges = self._bridge_titles(q, sentences)
         relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
                      for r in (result.relations if result is not None else [])]  # fmt: skip
+        entities([s.text for s in pool], self.model)  # one batch through NER; _spans reads the cache
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
@@ -450,17 +463,21 @@ class Reader:
 
     def _value(self, q: QuestionAnalysis, option: str, sentences: Sequence[_Sentence], vtype: str,
                result: RetrievalResult | None) -> Candidate | None:  # fmt: skip
+        if q.bridge and q.hops == 2:  # the value of the person the option leads to (the film's director)
+            marked = [replace(s, about=1.0 if _names(s, option) else 0.0) for s in sentences]
+            sub = replace(q, entities=(option,), answer_type=vtype, value_type=vtype, options=(), order="",
+                          same=False)  # fmt: skip
+            cands, _ = self._two_hops(sub, marked, result, vtype)
+            cands = [c for c in cands if _valid(c, vtype)]
+            if cands:
+                return cands[0]
         pool = self._option_sentences(option, sentences)
         if not pool:
             return None
         sub = QuestionAnalysis(q.text, vtype, q.wh, q.focus, vtype, q.relation, q.relation_words,
                                (*(e for e in q.entities if e != option and e not in q.options), option))  # fmt: skip
         pool = [replace(s, about=1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5) for s in pool]
-        cands = self.candidates(sub, pool, vtype, result)
-        if vtype == "date":
-            cands = [c for c in cands if date_key(c.text) is not None]
-        elif vtype == "number":
-            cands = [c for c in cands if _number_value(c.text) is not None]
+        cands = [c for c in self.candidates(sub, pool, vtype, result) if _valid(c, vtype)]
         return cands[0] if cands else None
 
     def _choice(
@@ -547,6 +564,15 @@ class Reader:
                 return [PathStep(e, "mentions", home.title, via.text, via.label, "mention"),
                         PathStep(home.title, "stated with", target, sup.sentence, sup.label, "mention")]  # fmt: skip
         return steps
+
+
+def _valid(c: Candidate, vtype: str) -> bool:
+    """Whether a candidate can be compared as a ``vtype``: a date with a year, a number that parses."""
+    if vtype == "date":
+        return date_key(c.text) is not None
+    if vtype == "number":
+        return _number_value(c.text) is not None
+    return True
 
 
 def _names(s: _Sentence, name: str) -> bool:
