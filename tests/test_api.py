@@ -236,6 +236,18 @@ def test_ask_answers_with_citations_and_streams(server: Server):
     assert code == 400 and "unknown backend 'gpt-17'" in err["error"]
 
 
+def test_ask_gives_the_short_answer_with_its_span_and_sentence(server: Server):
+    """The quick start's question: the mission is named in the sentence after the one that asks for it."""
+    q = "Which mission did the first woman to command a Space Shuttle lead?"
+    code, ans = server.json("POST", "/ask", {"text": q, "k": 5})
+    assert code == 200, ans
+    assert ans["short_answer"] == "STS-93" and ans["text"].startswith("STS-93 [")
+    sup = ans["reading"]["support"][0]
+    assert sup["sentence"][sup["start"] : sup["end"]] == "STS-93"
+    assert sup["label"] in {c["label"] for c in ans["citations"]}
+    assert 0 < ans["confidence"] <= 1 and ans["latency_ms"]["read"] > 0
+
+
 def test_chunks_images_objects_and_subgraph(server: Server, sample: Sample):
     _, res = server.json("POST", "/query", {"text": "Hubble Space Telescope placard", "k": 5})
     chunk = next(c for c in res["chunks"] if c["images"])
@@ -400,6 +412,12 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
             cite.click()
             label = cite.get_attribute("data-label")
             assert page.locator(f"#ev-{label}.hit").count() == 1
+            page.fill("#question", "Which mission did the first woman to command a Space Shuttle lead?")
+            page.click("#ask")
+            page.wait_for_function("document.querySelector('#short-answer')?.textContent.startsWith('STS-93')",
+                                   timeout=60_000)  # fmt: skip
+            assert page.inner_text("#reading mark") == "STS-93"  # the span, marked in its sentence
+            assert "confidence" in page.inner_text("#short-answer")
             page.wait_for_function("window.mmkgGraph && window.mmkgGraph.nodes().length > 0", timeout=60_000)
             page.fill("#question", "Hubble Space Telescope placard")
             page.click("#search")

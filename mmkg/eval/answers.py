@@ -34,6 +34,7 @@ from mmkg.generation.answer import prepare, retrieve
 from mmkg.generation.reader import MIN_CONFIDENCE, normalize
 from mmkg.index.reader import Index
 
+THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
 SYSTEMS = ("reader", "not_answerable", "first_sentence", "random_choice")
 _FIRST = re.compile(r"(?<=[.!?])\s+")
 
@@ -67,6 +68,7 @@ class AnswerReport:
     latency: dict[str, float]  # reader and retrieval milliseconds
     versus_first_sentence: dict[str, int]  # questions the reader wins, loses and ties against the copied sentence
     min_confidence: float
+    thresholds: dict[str, dict[str, float]] = field(default_factory=dict)  # abstention threshold -> reader metrics
     questions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -137,7 +139,8 @@ def run_answers(
             "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
             "type": analysis.answer_type, "strategy": result.strategy, "predictions": preds,
             "scores": {name: _metrics(scoring, q, q.answer_format, p) for name, p in preds.items()},
-            "confidence": reading.confidence, "abstained": reading.abstained, "guess": reading.guess,
+            "confidence": reading.confidence, "coverage": reading.coverage, "abstained": reading.abstained,
+            "guess": reading.guess,
             "reason": reading.reason, "read_ms": reading.latency_ms,
         })  # fmt: skip
         if on_step:
@@ -152,6 +155,7 @@ def run_answers(
             if r["format"]:
                 groups.setdefault(f"format {r['format']}", []).append(r)
         by_type[name] = {g: _summarize(scoring, rs, name) for g, rs in sorted(groups.items())}
+    sweep = {f"{t:.2f}": _at_threshold(scoring, rows, t) for t in THRESHOLDS}
     main = "score" if scoring == "mmlongbench" else "f1"
     wins = sum(r["scores"]["reader"][main] > r["scores"]["first_sentence"][main] for r in rows)
     losses = sum(r["scores"]["reader"][main] < r["scores"]["first_sentence"][main] for r in rows)
@@ -162,8 +166,20 @@ def run_answers(
                  "retrieve_p50_ms": round(_pct(retrieve_ms, 50), 2),
                  "retrieve_p95_ms": round(_pct(retrieve_ms, 95), 2)},
         versus_first_sentence={"wins": wins, "losses": losses, "ties": len(rows) - wins - losses},
-        min_confidence=MIN_CONFIDENCE, questions=rows,
+        min_confidence=MIN_CONFIDENCE, thresholds=sweep, questions=rows,
     )  # fmt: skip
+
+
+def _at_threshold(scoring: str, rows: list[dict[str, Any]], t: float) -> dict[str, float]:
+    """The reader's metrics had it declined below confidence ``t`` (its guess stands in where it declined)."""
+    shifted = []
+    for r in rows:
+        guess = r["guess"] if r["abstained"] and r["guess"] else r["predictions"]["reader"]
+        pred = guess if r["confidence"] >= t else NOT_ANSWERABLE
+        gold = Question(r["id"], r["question"], (), answer=str(r["gold"]))
+        shifted.append({**r, "predictions": {"reader": pred},
+                        "scores": {"reader": _metrics(scoring, gold, r["format"], pred)}})  # fmt: skip
+    return _summarize(scoring, shifted, "reader")
 
 
 def _summarize(scoring: str, rows: list[dict[str, Any]], name: str) -> dict[str, float]:
@@ -197,6 +213,10 @@ def markdown(r: AnswerReport) -> str:
         cells = [f"{r.by_type['reader'][g].get(m, 0.0):.3f}" for m in metrics]
         cells += [f"{r.by_type[s][g].get(main, 0.0):.3f}" for s in ("first_sentence", "random_choice")]
         out.append(f"| {g} | {int(r.by_type['reader'][g]['n'])} | " + " | ".join(cells) + " |")
+    if r.thresholds:
+        out += ["", f"Reader {main} had it declined below each confidence (the default is {r.min_confidence:.2f}):", "",
+                "| " + " | ".join(r.thresholds) + " |", "|" + "---:|" * len(r.thresholds),
+                "| " + " | ".join(f"{m.get(main, 0.0):.3f}" for m in r.thresholds.values()) + " |"]  # fmt: skip
     v = r.versus_first_sentence
     out += ["", f"Reader against the first sentence: {v['wins']} wins, {v['losses']} losses, {v['ties']} ties. "
             f"Reader latency p50 {r.latency['read_p50_ms']:.1f} ms, p95 {r.latency['read_p95_ms']:.1f} ms "

@@ -38,6 +38,7 @@ class Evidence:
     time_span: tuple[float, float] | None = None  # start, end seconds, for media transcripts
     sentences: tuple[tuple[str, float], ...] = ()  # (sentence text, its retrieval score), best first
     score: float = 0.0
+    chunk_index: int | None = None  # the chunk's position in its document, to read across adjacent chunks
 
 
 @dataclass(frozen=True)

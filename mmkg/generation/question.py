@@ -50,7 +50,8 @@ _TYPE_WORDS = {
     "date": "date year day month time century decade birthday when era period",
     "number": """number amount percentage percent proportion share ratio rate total count population age height
         length size price cost value revenue income sales profit margin growth quantity score sum average weight
-        distance duration volume frequency""",
+        distance duration volume frequency expense expenditure debt liability asset equity earnings ebitda balance
+        dividend turnover accuracy gap difference increase decrease capacity temperature speed""",
 }
 _TYPE_NOUNS: dict[str, str] = {word: kind for kind, words in _TYPE_WORDS.items() for word in words.split()}
 # a noun that only asks to name something: look at what it is the name of ("the name of the director")
@@ -84,6 +85,9 @@ _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in (?:thousands|millions|"
+                          r"billions|percentage|percent)|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
+                          re.IGNORECASE)  # fmt: skip
 _LIST_VERBS = frozenset({"list", "enumerate", "name"})
 
 
@@ -153,6 +157,7 @@ def stem(word: str) -> str:
 def clean_name(name: str) -> str:
     """A name as a question writes it, without a possessive or a parenthesized qualifier ("Inherent Vice (Film)")."""
     name = _PAREN.sub("", name.strip(" ,.?\"'“”"))
+    name = re.sub(r"\s+(?:and|or|of|the)$", "", name, flags=re.IGNORECASE)  # a span NER ran on past the name
     return re.sub(r"(?:'s|’s|')$", "", name).strip(" ,.")
 
 
@@ -297,6 +302,8 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         atype = "choice" if options else "string"
     if atype not in ("choice", "yes_no") and options:
         atype = "choice"
+    if atype in ("string", "organization", "place", "person", "date") and _ASKS_NUMBER.search(text):
+        atype = "number"  # "Round your answer to two decimals", "Answer in millions", "what percentage ..."
     if atype == "number" and ("percentage" in lower or "percent" in lower or "%" in text):
         unit = "%"
 
@@ -333,8 +340,10 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
     skip = {"same", "both", "which", "what", "who", "whom", "whose", "when", "where", "how", "many", "much"}
     rel_words = [
         t.text for t in tokens
-        if t.i not in named_tokens and not t.is_stop and not t.is_punct and t.pos_ in ("NOUN", "VERB", "ADJ", "PROPN")
-        and t.lower_ not in skip and t.lower_ not in _MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER and len(t.text) > 1
+        if t.i not in named_tokens and (not t.is_stop or t.ent_type_ == "ORDINAL") and not t.is_punct
+        and t.pos_ in ("NOUN", "VERB", "ADJ", "PROPN")
+        and t.lower_ not in skip and not (order and t.lower_ in _MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER)
+        and len(t.text) > 1
         and t.lower_ not in _LIGHT_NOUNS
     ]  # fmt: skip
     if any(w in _OLDER or w in _YOUNGER for w in lower) and order:

@@ -35,22 +35,33 @@ from functools import lru_cache
 from typing import Any
 
 from mmkg.generation.base import Evidence
+from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.question import QuestionAnalysis, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
-#: the default abstention threshold on confidence (chosen on MMLongBench-Doc dev, see benchmarks/RESULTS.md)
-MIN_CONFIDENCE = 0.15
+#: the default abstention threshold on confidence: the lowest value on the plateau of the mean of 2Wiki dev EM
+#: and MMLongBench-Doc dev accuracy (0.264 at 0.25, 0.265 at 0.40, 0.205 at 0; benchmarks/RESULTS.md)
+MIN_CONFIDENCE = 0.25
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
 MAX_SENTENCES = 24  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
+CONTINUATION = 0.9  # ... when the sentence opens by pointing back ("On that flight", "She", "This model")
 ORG_AS_PLACE = 0.6  # an organization's score as the answer to "where"
 BRIDGE_PAGE = 1.0  # a bridge person whose own page was retrieved
 BRIDGE_WEIGHT = 0.5  # how much the bridge's own score adds to a two-hop answer's
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])|\n\s*\n+")
 _WORD = re.compile(r"[\w'-]+", re.UNICODE)
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?%?|(?<![\w.])[-+]?\$?\d+(?:\.\d+)?%?")
+# the noun a name stands in apposition to, with its determiner: "the orbiter Columbia", "that flight, STS-93"
+_APPOSITION = re.compile(r"\b(the|a|an|this|that|these|those|her|his|its|their|our|first|second|last)\s+"
+                         r"(?:[a-z][\w-]*\s+)?([a-z][\w-]+),?\s*$", re.IGNORECASE)  # fmt: skip
+# a sentence that opens by pointing back at the one before: a pronoun, or a demonstrative within its first words
+_CONTINUES = re.compile(r"^(?:(?:\w+\s+){0,2}(?:that|this|these|those|such)\b|(?:he|she|it|they|his|her|its|their)\b)",
+                        re.IGNORECASE)  # fmt: skip
+# a number standing alone: not part of a name or code ("GPT-4", "PaLM-2L", "COVID-19", "B2B")
+_NUMBER = re.compile(r"(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w-])"
+                     r"|(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=-(?:fold|times|percent)\b)")
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _MONTH_NAMES = "january february march april may june july august september october november december"
@@ -112,6 +123,7 @@ class ShortAnswer:
     candidates: list[Candidate] = field(default_factory=list)
     reason: str = ""  # in words: why this answer (or why none)
     latency_ms: float = 0.0  # question analysis and reading
+    coverage: float = 1.0  # share of the question's own words the evidence holds (span answers scale by it)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,7 +138,9 @@ class _Sentence:
     title: str
     offset: int  # start in the evidence text
     retrieval: float
-    prev: str = ""  # the sentence before it in the same evidence
+    prev: str = ""  # the sentence before it (in its chunk, or the end of the document's previous chunk shown)
+    next: str = ""  # the sentence after it, likewise
+    prev_pre: float = 0.0  # the relevance of the sentence before it
     about: float = 0.0
     pre: float = 0.0
 
@@ -235,9 +249,16 @@ class Reader:
     def _sentences(self, q: QuestionAnalysis, evidence: Sequence[Evidence]) -> list[_Sentence]:
         wanted = _stems(q.text) - {stem(w) for w in ("what", "which", "who", "when", "where", "how")}
         out: list[_Sentence] = []
-        for rank, ev in enumerate(e for e in evidence if e.kind == "chunk"):
+        chunks = [e for e in evidence if e.kind == "chunk"]
+        # the last sentence of each chunk, so a chunk that continues another shown one reads on from it
+        last = {(e.doc_id, e.chunk_index): split_sentences(e.text)[-1].strip() for e in chunks
+                if e.chunk_index is not None and e.text.strip()}  # fmt: skip
+        first = {(e.doc_id, e.chunk_index): split_sentences(e.text)[0].strip() for e in chunks
+                 if e.chunk_index is not None and e.text.strip()}  # fmt: skip
+        for rank, ev in enumerate(chunks):
             scored = {t.strip()[:60]: s for t, s in ev.sentences}
-            pos, prev = 0, ""
+            pos = 0
+            prev = last.get((ev.doc_id, ev.chunk_index - 1), "") if ev.chunk_index is not None else ""
             for part in split_sentences(ev.text):
                 part = part.strip()
                 if not part:
@@ -249,8 +270,23 @@ class Reader:
                 overlap = len(words & wanted) / len(wanted) if wanted else 0.0
                 s.about = 1.0 if any(_contains(part, e) or _contains(ev.title, e) for e in q.entities) else 0.0
                 s.pre = max(s.retrieval, 0.0) + overlap + 0.5 * s.about + 0.3 / (1 + rank)
+                if out and out[-1].chunk_id == ev.chunk_id:
+                    out[-1].next = part
+                    s.prev_pre = out[-1].pre
                 out.append(s)
                 prev = part
+            if out and out[-1].chunk_id == ev.chunk_id and ev.chunk_index is not None:
+                out[-1].next = first.get((ev.doc_id, ev.chunk_index + 1), "")
+        # a chunk's first sentence reads on from the last sentence of the document's previous chunk, if shown
+        ends = {(e.doc_id, e.chunk_index): e.chunk_id for e in chunks}
+        tail = {s.chunk_id: s for s in out}  # the last sentence of each chunk
+        where = {e.chunk_id: (e.doc_id, e.chunk_index) for e in chunks}
+        for i, s in enumerate(out):
+            doc, idx = where[s.chunk_id]
+            if (i == 0 or out[i - 1].chunk_id != s.chunk_id) and idx is not None:
+                before = ends.get((doc, idx - 1))
+                if before in tail:
+                    s.prev_pre = tail[before].pre
         return out
 
     def _bridge_titles(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> set[str]:
@@ -284,7 +320,7 @@ class Reader:
                           if m.start() not in covered]  # fmt: skip
         else:  # a free string: entities of no typed class, identifiers, title-case names
             spans = [e for e in ents if e[1] not in _TYPED_LABELS]
-            covered = {i for _, _, a, b in spans for i in range(a, b)}
+            covered = {i for _, _, a, b in spans for i in range(a, b)}  # a code NER typed as a number still counts
             spans += [(m.group(0), "IDENT", m.start(), m.end()) for m in _IDENT.finditer(s.text)
                       if m.start() not in covered]  # fmt: skip
         qn = f" {normalize(q.text)} "
@@ -306,18 +342,49 @@ class Reader:
         def share_in(words: set[str]) -> float:  # a kinship stated from the other side counts as one word
             return min(1.0, (len(rel & words) + bool(kin & words)) / len(rel)) if rel else 0.0
 
-        share = max(share_in(here), PREVIOUS_DISCOUNT * share_in(prev))
+        continues = bool(s.prev) and bool(_CONTINUES.match(s.text))
+        carry = CONTINUATION if continues else PREVIOUS_DISCOUNT
+        share = max(share_in(here), carry * share_in(prev))
+        if continues:  # the sentence reads on from the one before: measure distances across both
+            shift = len(s.prev) + 1
+            tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.prev)] + [
+                (pos + shift, t) for pos, t in tokens]
+            a, b = a + shift, b + shift
         dist = min((abs(pos - a) if pos < a else abs(pos - b) for pos, t in tokens
                     if (t in rel or t in kin) and not a <= pos < b), default=None)  # fmt: skip
         near = 1.0 / (1.0 + dist / 15.0) if dist is not None else 0.0
-        about = s.about or (PREVIOUS_DISCOUNT if any(_contains(s.prev, e) for e in q.entities) else 0.0)
+        relevance = max(s.pre, carry * s.prev_pre) if continues else s.pre
+        about = s.about or (PREVIOUS_DISCOUNT if any(_contains(s.prev, e) or _contains(s.next, e)
+                                                     for e in q.entities) else 0.0)  # fmt: skip
         if not about and s.title in bridges:
             about = 0.8
-        cand = normalize(s.text[a:b])
+        cand = normalize(s.text[a - shift : b - shift] if continues else s.text[a:b])
         graph = 1.0 if any(pred & rel and (cand in subj or cand in obj) for pred, subj, obj in relations) else 0.0
-        focus = 1.0 if q.focus and stem(q.focus) in (here | prev) else 0.0
-        return {"sentence": min(s.pre, 2.0) / 2.0, "relation": share, "near": near, "about": about, "graph": graph,
+        focus = self._focus(q, s, a - shift if continues else a, here | prev)
+        return {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about, "graph": graph,
                 "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
+
+    @staticmethod
+    def _focus(q: QuestionAnalysis, s: _Sentence, a: int, words: set[str]) -> float:
+        """Whether the candidate is named as a thing of the kind asked for ("Which *mission* ...").
+
+        An apposition names the kind: "her first mission, STS-63" (a mission), "the orbiter Columbia" (an
+        orbiter, not a mission). A demonstrative points back: "On that flight, STS-93" is the thing the
+        sentence before spoke of, so it is a mission when that sentence speaks of one. Without an
+        apposition the kind word nearby counts half.
+        """
+        if not q.focus:
+            return 0.0
+        want = stem(q.focus)
+        m = _APPOSITION.search(s.text[:a])
+        if m is None:
+            return 0.5 if want in words else 0.0
+        det, noun = m.group(1).lower(), m.group(2)
+        if stem(noun) == want:
+            return 1.0
+        if det in ("this", "that", "these", "those") and want in _stems(s.prev):
+            return 1.0
+        return 0.0
 
     def candidates(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], value_type: str,
                    result: RetrievalResult | None = None, limit: int = MAX_SENTENCES) -> list[Candidate]:  # fmt: skip
@@ -367,11 +434,31 @@ class Reader:
             for sp in ans.support
         ]  # fmt: skip
         ans.path = self._path(q, ans, sentences, result)
+        ans.coverage, missing = self._coverage(q, sentences)
+        if ans.method == "span" and not ans.abstained:
+            # a question about something the evidence never mentions is rarely answered by it
+            ans.confidence = round(ans.confidence * ans.coverage, 3)
+            if missing:
+                ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
         if not ans.abstained and ans.method == "span" and ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
                           f"(best guess {ans.guess!r})")  # fmt: skip
         return ans
+
+    def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> tuple[float, list[str]]:
+        """The share of the question's own words (relation words and the words of its names) that the evidence
+        holds anywhere, and the words it lacks."""
+        words = {stem(w): w for w in q.relation_words}
+        for name in q.entities:
+            words.update({stem(w): w for w in _WORD.findall(name) if len(w) > 2 and w.lower() not in STOPWORDS})
+        if not words:
+            return 1.0, []
+        seen: set[str] = set()
+        for s in sentences:
+            seen |= _stems(s.text) | _stems(s.title)
+        missing = [w for st, w in words.items() if st not in seen]
+        return round(1.0 - len(missing) / len(words), 3), missing
 
     def _confidence(self, cands: Sequence[Candidate]) -> float:
         total = sum(self.weights.values())

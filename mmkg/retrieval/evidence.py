@@ -220,6 +220,7 @@ def chunks(
                 rank=rank, chunk_id=cid, doc_id=c["doc_id"], partition=c["partition"], title=c["title"],
                 source_path=c["source_path"], page=c["page"], text=c["text"], score=float(chunk_scores[i]),
                 sentences=hits, images=imgs, objects=objs, t_start=c.get("t_start"), t_end=c.get("t_end"),
+                chunk_index=c.get("chunk_index"),
             )
         )  # fmt: skip
     return out

@@ -105,6 +105,7 @@ class RetrievedChunk:
     objects: list[ObjectHit] = field(default_factory=list)
     t_start: float | None = None  # media transcripts: the time span of the chunk, seconds
     t_end: float | None = None
+    chunk_index: int | None = None  # position in its document (the next chunk of the document is index + 1)
 
 
 @dataclass(frozen=True)

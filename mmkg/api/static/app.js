@@ -117,6 +117,38 @@ function showAnswer(text, citations) {
   $("answer-box").hidden = false;
 }
 
+// The reader's short answer (no model needed): the answer, its confidence, the sentence that supports it with
+// the answer's span marked (character offsets from the server), and the graph path that led there.
+function showReading(data) {
+  const short = $("short-answer"), box = $("reading");
+  const reading = data.reading || {};
+  short.hidden = box.hidden = !data.short_answer;
+  if (!data.short_answer) return;
+  const type = (data.answer_type || "").replace("_", "/");
+  short.replaceChildren(data.short_answer,
+    el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}`));
+  box.replaceChildren();
+  for (const sup of (reading.support || []).slice(0, 2)) {
+    const q = el("blockquote", {});
+    const s = sup.sentence || "";
+    if (sup.start >= 0 && sup.end > sup.start && sup.end <= s.length) {
+      q.append(s.slice(0, sup.start), el("mark", {}, s.slice(sup.start, sup.end)), s.slice(sup.end));
+    } else q.append(s);
+    const a = el("a", { href: `#ev-${sup.label}`, class: "cite" }, ` [${sup.label}]`);
+    a.addEventListener("click", () => {
+      document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
+      $(`ev-${sup.label}`)?.classList.add("hit");
+    });
+    q.append(a);
+    box.append(q);
+  }
+  for (const step of reading.path || []) {
+    box.append(el("p", { class: "path" }, `${step.subject} → ${step.predicate} → ${step.object}` +
+      (step.label ? ` [${step.label}]` : "")));
+  }
+  if (reading.reason) box.append(el("p", { class: "dim" }, reading.reason));
+}
+
 async function drawGraph(chunkIds) {
   if (!chunkIds.length) return;
   if (typeof cytoscape === "undefined") {
@@ -149,6 +181,7 @@ async function search() {
   const { body, headers: h } = requestBody({});
   const res = await api("/query", { method: "POST", body, headers: h });
   $("answer-box").hidden = true;
+  $("short-answer").hidden = $("reading").hidden = true;
   await showEvidence(res.chunks);
   await drawGraph(res.chunks.map((c) => c.chunk_id));
   const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
@@ -183,6 +216,7 @@ async function ask() {
       if (event === "error") throw new Error(data.error);
       if (event === "answer") {
         showAnswer(data.text, data.citations);
+        showReading(data);
         const chunks = await Promise.all(data.citations.map((c) => api(`/chunks/${c.chunk_id}`)));
         await showEvidence(chunks, data.citations.map((c) => c.label));
         await drawGraph(chunks.map((c) => c.chunk_id));
