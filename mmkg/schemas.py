@@ -264,6 +264,9 @@ ANSWERS = pl.Schema(
         "question_id": Str,
         "question": Str,
         "answer": Str,
+        "short_answer": Str,  # the answer alone ("STS-93", "Not answerable"), without citation marks
+        "answer_type": Str,  # what the question asks for: person, place, date, number, yes_no, choice, ...
+        "confidence": F32,  # the reader's confidence in the short answer, 0..1
         "citations": pl.List(CITATION),
         "backend": Str,
         "model": Str,

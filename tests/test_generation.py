@@ -214,6 +214,8 @@ def test_answers_asset_writes_a_table_of_answers_and_citations(art: ArtCorpus, t
     by_id = {r["question_id"]: r for r in table.iter_rows(named=True)}
     assert "Uppsala" in by_id["q1"]["answer"] and by_id["q1"]["citations"][0]["source_path"] == "art/margit_holm.md"
     assert "Erik Sand" in by_id["q2"]["answer"]
+    assert by_id["q1"]["short_answer"] == "Uppsala" and by_id["q1"]["answer_type"] == "place"
+    assert 0 < by_id["q1"]["confidence"] <= 1
     assert by_id["q3"]["citations"] and {c["source_path"] for c in by_id["q3"]["citations"]} == {"other/lakes.md"}
     assert by_id["q4"]["answer"] == "" and "missing.png" in by_id["q4"]["error"]  # kept, with its reason
     assert set(table["strategy"].unique()) == {"mkg"} and not table["extractive"].is_null().any()

@@ -76,7 +76,8 @@ def answer_questions(
             a = answer(index, q["question"], generator, image=q.get("image"), strategy=strategy, task=task, k=k,
                        budget=budget, filters=q.get("filters"))  # fmt: skip
             row.update(
-                answer=a.text, backend=a.backend, model=a.model, task=a.task, strategy=a.strategy,
+                answer=a.text, short_answer=a.short_answer, answer_type=a.answer_type, confidence=a.confidence,
+                backend=a.backend, model=a.model, task=a.task, strategy=a.strategy,
                 extractive=a.extractive, prompt_tokens=a.prompt_tokens, completion_tokens=a.completion_tokens,
                 retrieve_ms=a.latency_ms.get("retrieve", 0.0), generate_ms=a.latency_ms.get("generate", 0.0),
                 invalid_citations=a.invalid_citations, error="",
@@ -87,7 +88,7 @@ def answer_questions(
                 ],
             )  # fmt: skip
         except (GenerationError, ValueError, OSError) as exc:
-            row.update(answer="", backend=generator.name, model=generator.model, task=task or "",
+            row.update(answer="", short_answer="", answer_type="", confidence=0.0, backend=generator.name, model=generator.model, task=task or "",
                        strategy=strategy or "mg2", extractive=False, prompt_tokens=0, completion_tokens=0,
                        retrieve_ms=0.0, generate_ms=(time.perf_counter() - t0) * 1e3, invalid_citations=0,
                        error=f"{type(exc).__name__}: {exc}", citations=[])  # fmt: skip
