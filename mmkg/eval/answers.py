@@ -75,6 +75,15 @@ class AnswerReport:
         return dict(self.__dict__)
 
 
+def shape(analysis: Any) -> str:
+    """The question's shape as the analysis reads it, close to 2Wiki's types (which the data does not carry):
+    comparison (options or "same", compared directly), bridge comparison (compared through a person each
+    option leads to), two hops (an attribute of the person a named thing leads to), one hop (the rest)."""
+    if analysis.answer_type in ("choice", "yes_no"):
+        return "bridge comparison" if analysis.bridge else "comparison"
+    return "two hops" if analysis.bridge and analysis.hops == 2 else "one hop"
+
+
 def _first_sentence(ctx_evidence: Any) -> str:
     chunks = [e for e in ctx_evidence if e.kind == "chunk"]
     if not chunks:
@@ -137,7 +146,8 @@ def run_answers(
                  "random_choice": rnd}  # fmt: skip
         rows.append({
             "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
-            "type": analysis.answer_type, "strategy": result.strategy, "predictions": preds,
+            "type": analysis.answer_type, "shape": shape(analysis), "strategy": result.strategy,
+            "predictions": preds,
             "scores": {name: _metrics(scoring, q, q.answer_format, p) for name, p in preds.items()},
             "confidence": reading.confidence, "coverage": reading.coverage, "abstained": reading.abstained,
             "guess": reading.guess,
@@ -152,6 +162,7 @@ def run_answers(
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             groups.setdefault(r["type"], []).append(r)
+            groups.setdefault(f"shape {r['shape']}", []).append(r)
             if r["format"]:
                 groups.setdefault(f"format {r['format']}", []).append(r)
         by_type[name] = {g: _summarize(scoring, rs, name) for g, rs in sorted(groups.items())}
@@ -205,7 +216,7 @@ def markdown(r: AnswerReport) -> str:
     for name in SYSTEMS:
         out.append(f"| {name} | " + " | ".join(f"{r.summary[name].get(m, 0.0):.3f}" for m in metrics) + " |")
     groups = list(r.by_type["reader"])
-    out += ["", "By answer type (the analysis's) and gold format:", "",
+    out += ["", "By answer type and question shape (both the analysis's) and gold format:", "",
             "| group | n | " + " | ".join(f"reader {m}" for m in metrics) + " | first_sentence | random_choice |",
             "|---|---:|" + "---:|" * (len(metrics) + 2)]  # fmt: skip
     main = metrics[0]

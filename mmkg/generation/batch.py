@@ -88,7 +88,8 @@ def answer_questions(
                 ],
             )  # fmt: skip
         except (GenerationError, ValueError, OSError) as exc:
-            row.update(answer="", short_answer="", answer_type="", confidence=0.0, backend=generator.name, model=generator.model, task=task or "",
+            row.update(answer="", short_answer="", answer_type="", confidence=0.0, backend=generator.name,
+                       model=generator.model, task=task or "",
                        strategy=strategy or "mg2", extractive=False, prompt_tokens=0, completion_tokens=0,
                        retrieve_ms=0.0, generate_ms=(time.perf_counter() - t0) * 1e3, invalid_citations=0,
                        error=f"{type(exc).__name__}: {exc}", citations=[])  # fmt: skip
