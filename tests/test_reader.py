@@ -170,3 +170,39 @@ def test_eval_scores_answers_beside_the_baselines(art: ArtCorpus, tmp_path):
     bad = CliRunner().invoke(app, ["eval", "sample", "--questions", str(qpath), "--index", str(art.data / "index"),
                                    "--answers", "sometimes"])  # fmt: skip
     assert bad.exit_code == 2 and "--answers must be on, off or only" in bad.output
+
+
+def _evidence(*texts: str, doc: str = "d1") -> list:
+    """Evidence items as the context builds them: consecutive chunks of one document."""
+    from mmkg.generation.base import Evidence
+
+    return [
+        Evidence(label=i + 1, kind="chunk", text=t, chunk_id=f"c{i}", doc_id=doc, title="Notes", source_path="n.md",
+                 chunk_index=i)
+        for i, t in enumerate(texts)
+    ]  # fmt: skip
+
+
+def test_a_sentence_that_points_back_reads_on_from_the_one_before_across_chunks():
+    # the words that ask are in the last sentence of one chunk, the answer opens the next ("On that voyage")
+    ev = _evidence(
+        "The Aurora sailed in 1840 and 1846. In 1851 Mary Brandt became the first woman to captain a clipper ship.",
+        "On that voyage, HX-17, the ship reached Lima. In 1860 she captained HX-40, a voyage of the clipper Sea Swift.",
+    )  # fmt: skip
+    q = analyze("Which voyage did the first woman to captain a clipper ship lead?")
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    assert ans.text == "HX-17", ans.candidates[:3]
+    assert ans.support[0].label == 2 and ans.support[0].sentence.startswith("On that voyage, HX-17")
+
+
+def test_life_span_parentheses_give_birth_and_death_dates():
+    ev = _evidence("Otto Lind (3 May 1820 – 2 February 1881) was a Danish shipbuilder. He built ferries.")
+    reader = Reader(min_confidence=0.0)
+    assert reader.read(analyze("When did Otto Lind die?"), None, ev).text == "2 February 1881"
+    assert reader.read(analyze("What is the date of birth of Otto Lind?"), None, ev).text == "3 May 1820"
+
+
+def test_numbers_inside_names_are_not_quantities():
+    ev = _evidence("On the physics test GPT-4 scored 73.2% and PaLM-2L scored 61.5%.")
+    ans = Reader(min_confidence=0.0).read(analyze("What percentage did GPT-4 score on the physics test?"), None, ev)
+    assert ans.text in ("73.2%", "61.5%") and all(c.text not in ("4", "2") for c in ans.candidates)

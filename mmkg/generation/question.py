@@ -108,7 +108,8 @@ class QuestionAnalysis:
     same: bool = False  # the question asks whether things share a value
     count: bool = False  # "how many": an integer count
     unit: str = ""  # number questions: "%" when a percentage is asked for
-    kin: tuple[str, ...] = ()  # stems that state the asked kinship from the other side ("son" for "father")
+    alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
+    # "death"); any of them counts as one relation word
     bridge: str = ""  # the person noun between the named thing and the answer ("director" of film X), if any
     hops: int = 1  # 2: the answer is on the bridge's own page ("Where was the director of film X born?")
     notes: list[str] = field(default_factory=list, compare=False)
@@ -130,9 +131,23 @@ _KIN = {
     "child": "father mother parent son daughter", "husband": "married wife spouse", "wife": "married husband spouse",
     "spouse": "married husband wife", "brother": "sibling sister", "sister": "sibling brother",
 }
+# The same event said with another word class: "date of death" is stated as "died", "place of birth" as "born".
+_DERIVED = {
+    "death": "died die dies", "die": "death", "birth": "born", "born": "birth", "burial": "buried", "bury": "burial",
+    "marriage": "married", "marry": "marriage", "founder": "founded", "found": "founder",
+    "education": "educated studied", "study": "studied educated graduated", "work": "worked employed",
+    "release": "released", "publication": "published",
+}
+
+
 def kin_words(noun: str) -> list[str]:
     """The words that state kinship ``noun`` from the other side (none for a noun that is no kinship)."""
     return _KIN.get(noun, "").split()
+
+
+def related_words(lemma: str) -> list[str]:
+    """Words that state what ``lemma`` states another way: kinship from the other side, another word class."""
+    return [*_KIN.get(lemma, "").split(), *_DERIVED.get(lemma, "").split()]
 
 
 _NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin"})
@@ -358,10 +373,10 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         person = next((t.lemma_.lower() for t in tokens if t.pos_ == "NOUN" and t.i not in named_tokens
                        and _noun_type(t.lemma_.lower()) == "person" and t.lemma_.lower() not in ("name", "who")), "")
         bridge, hops = (person, 2) if person else ("", 1)
-    kin = [w for t in tokens if (lem := t.lemma_.lower()) in _KIN and lem != bridge for w in kin_words(lem)]
+    alternates = [w for t in tokens if (lem := t.lemma_.lower()) != bridge for w in related_words(lem)]
     return QuestionAnalysis(
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
-        kin=tuple(dict.fromkeys(stem(w) for w in kin)),
+        alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
         same=same, count=count, unit=unit, bridge=bridge, hops=hops,
     )  # fmt: skip

@@ -64,6 +64,8 @@ _NUMBER = re.compile(r"(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?
                      r"|(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=-(?:fold|times|percent)\b)")
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+_DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
+_DASH = re.compile(r"\s[–—-]\s|[–—]")
 _MONTH_NAMES = "january february march april may june july august september october november december"
 _MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
 _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
@@ -314,7 +316,10 @@ class Reader:
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
         elif labels:
             spans = [e for e in ents if e[1] in labels]
-            if value_type == "date":
+            if value_type == "date":  # "2 February 1881" that NER cut to "February 1881" (a dash before it)
+                spans = [(s.text[m.start() : b], lab, m.start(), b)
+                         if lab == "DATE" and (m := _DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
+                         for t, lab, a, b in spans]  # fmt: skip
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
                 spans += [(m.group(0), "DATE", m.start(), m.end()) for m in _YEAR.finditer(s.text)
                           if m.start() not in covered]  # fmt: skip
@@ -334,7 +339,7 @@ class Reader:
 
     def _features(self, q: QuestionAnalysis, s: _Sentence, a: int, b: int, bridges: set[str],
                   relations: Sequence[tuple[set[str], str, str]]) -> dict[str, float]:  # fmt: skip
-        rel, kin = set(q.relation), set(q.kin)
+        rel, kin = set(q.relation), set(q.alternates)
         tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.text)]
         here = {t for _, t in tokens}
         prev = _stems(s.prev)
@@ -342,6 +347,10 @@ class Reader:
         def share_in(words: set[str]) -> float:  # a kinship stated from the other side counts as one word
             return min(1.0, (len(rel & words) + bool(kin & words)) / len(rel)) if rel else 0.0
 
+        lifespan = _lifespan_role(s.text, a, b)
+        if lifespan:  # "Li Yang (1959 – 2012)": a biography's first date is the birth, the second the death
+            tokens = [*tokens, *((a, stem(w)) for w in lifespan)]
+            here = here | {stem(w) for w in lifespan}
         continues = bool(s.prev) and bool(_CONTINUES.match(s.text))
         carry = CONTINUATION if continues else PREVIOUS_DISCOUNT
         share = max(share_in(here), carry * share_in(prev))
@@ -474,7 +483,7 @@ class Reader:
         if not own:
             return []
         sub = replace(q, answer_type="person", value_type="person", relation=(stem(q.bridge),), focus="",
-                      kin=tuple(stem(w) for w in kin_words(q.bridge)))  # fmt: skip
+                      alternates=tuple(stem(w) for w in kin_words(q.bridge)))  # fmt: skip
         titles = {normalize(s.title) for s in sentences if s.title}
         cands = self.candidates(sub, own, "person", result)
         out = []
@@ -651,6 +660,20 @@ class Reader:
                 return [PathStep(e, "mentions", home.title, via.text, via.label, "mention"),
                         PathStep(home.title, "stated with", target, sup.sentence, sup.label, "mention")]  # fmt: skip
         return steps
+
+
+def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
+    """The words a span inside a life-span parenthesis stands for: ("born", "birth") before the dash,
+    ("died", "death") after it; () elsewhere."""
+    open_ = text.rfind("(", 0, a)
+    close = text.find(")", b)
+    if open_ < 0 or close < 0 or ")" in text[open_:a]:
+        return ()
+    inner = text[open_ + 1 : close]
+    dash = _DASH.search(inner)
+    if dash is None or not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
+        return ()
+    return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
 
 
 def _valid(c: Candidate, vtype: str) -> bool:
