@@ -130,7 +130,23 @@ _KIN = {
     "son": "father mother parent child", "daughter": "father mother parent child",
     "child": "father mother parent son daughter", "husband": "married wife spouse", "wife": "married husband spouse",
     "spouse": "married husband wife", "brother": "sibling sister", "sister": "sibling brother",
+    "sibling": "brother sister",
 }
+# Kinship terms that compose two simple ones (the family-relations algebra): a stepmother is the father's wife,
+# a paternal grandfather the father's father. The reader walks them as two hops through the first.
+_COMPOSED = {
+    "paternal grandfather": ("father", "father"), "paternal grandmother": ("father", "mother"),
+    "maternal grandfather": ("mother", "father"), "maternal grandmother": ("mother", "mother"),
+    "grandfather": ("parent", "father"), "grandmother": ("parent", "mother"),
+    "stepmother": ("father", "wife"), "stepfather": ("mother", "husband"),
+    "mother-in-law": ("spouse", "mother"), "father-in-law": ("spouse", "father"),
+    "son-in-law": ("child", "husband"), "daughter-in-law": ("child", "wife"), "child-in-law": ("child", "spouse"),
+    "sibling-in-law": ("spouse", "sibling"), "brother-in-law": ("spouse", "brother"),
+    "sister-in-law": ("spouse", "sister"), "uncle": ("parent", "brother"), "aunt": ("parent", "sister"),
+}
+_COMPOSED_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _COMPOSED), key=len, reverse=True)) + r")\b",
+                          re.IGNORECASE)  # fmt: skip
+
 # The same event said with another word class: "date of death" is stated as "died", "place of birth" as "born".
 _DERIVED = {
     "death": "died die dies", "die": "death", "birth": "born", "born": "birth", "burial": "buried", "bury": "burial",
@@ -374,6 +390,10 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
                        and _noun_type(t.lemma_.lower()) == "person" and t.lemma_.lower() not in ("name", "who")), "")
         bridge, hops = (person, 2) if person else ("", 1)
     alternates = [w for t in tokens if (lem := t.lemma_.lower()) != bridge for w in related_words(lem)]
+    composed = _COMPOSED_RE.search(text) if atype == "person" else None
+    if composed is not None:  # "Who is X's stepmother?": X's father, then his wife
+        bridge, second = _COMPOSED[composed.group(1).lower()]
+        hops, relation, rel_words, alternates = 2, (stem(second),), [second], related_words(second)
     return QuestionAnalysis(
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
         alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
