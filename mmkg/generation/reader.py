@@ -47,6 +47,7 @@ MIN_CONFIDENCE = 0.20
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
 MAX_SENTENCES = 24  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
+SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
 CONTINUATION = 0.9  # ... when the sentence opens by pointing back ("On that flight", "She", "This model")
 ORG_AS_PLACE = 0.6  # an organization's score as the answer to "where"
 BRIDGE_PAGE = 1.0  # a bridge person whose own page was retrieved
@@ -575,6 +576,13 @@ class Reader:
 
     def _value(self, q: QuestionAnalysis, option: str, sentences: Sequence[_Sentence], vtype: str,
                result: RetrievalResult | None) -> Candidate | None:  # fmt: skip
+        """The best value of type ``vtype`` for one option, from its own evidence (or its bridge's)."""
+        values = self._values(q, option, sentences, vtype, result)
+        return values[0] if values else None
+
+    def _values(self, q: QuestionAnalysis, option: str, sentences: Sequence[_Sentence], vtype: str,
+                result: RetrievalResult | None) -> list[Candidate]:  # fmt: skip
+        """An option's candidate values, best first."""
         if q.bridge and q.hops == 2:  # the value of the person the option leads to (the film's director)
             marked = [replace(s, about=1.0 if _names(s, option) else 0.0) for s in sentences]
             sub = replace(q, entities=(option,), answer_type=vtype, value_type=vtype, options=(), order="",
@@ -582,15 +590,14 @@ class Reader:
             cands, _ = self._two_hops(sub, marked, result, vtype)
             cands = [c for c in cands if _valid(c, vtype)]
             if cands:
-                return cands[0]
+                return cands
         pool = self._option_sentences(option, sentences)
         if not pool:
-            return None
+            return []
         sub = QuestionAnalysis(q.text, vtype, q.wh, q.focus, vtype, q.relation, q.relation_words,
                                (*(e for e in q.entities if e != option and e not in q.options), option))  # fmt: skip
         pool = [replace(s, about=1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5) for s in pool]
-        cands = [c for c in self.candidates(sub, pool, vtype, result) if _valid(c, vtype)]
-        return cands[0] if cands else None
+        return [c for c in self.candidates(sub, pool, vtype, result) if _valid(c, vtype)]
 
     def _choice(
         self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None
@@ -620,15 +627,24 @@ class Reader:
         things = [e for e in q.entities][:2]
         if q.same and len(things) >= 2:
             vtype = q.value_type or "place"
-            values = {t: self._value(q, t, sentences, vtype, result) for t in things}
-            found = {t: v for t, v in values.items() if v is not None}
+            # each thing's likely values (a person is often both "Cuban" and "American"; a film "British"
+            # and "English"): the same when any value of one is a value of the other
+            lists = {t: self._values(q, t, sentences, vtype, result) for t in things}
+            likely = {t: [c for c in cs if c.score >= SAME_VALUE_SHARE * cs[0].score][:3] for t, cs in lists.items()
+                      if cs}  # fmt: skip
+            if len(likely) == 2:
+                (ta, va), (tb, vb) = likely.items()
+                pair = next(((x, y) for x in va for y in vb
+                             if normalize(x.text) == normalize(y.text) or _same_place(normalize(x.text),
+                                                                                      normalize(y.text))), None)
+                shown = pair or (va[0], vb[0])
+                support = [Support(v.evidence, v.sentence, v.start, v.end) for v in shown]
+                desc = f"{ta}: {', '.join(v.text for v in va)}; {tb}: {', '.join(v.text for v in vb)}"
+                return ShortAnswer("yes" if pair else "no", "yes_no", 0.75 if pair else 0.6, method="yes_no",
+                                   support=support,
+                                   reason=f"{'a shared' if pair else 'no shared'} {q.focus or vtype} ({desc})")
+            found = {t: cs[0] for t, cs in lists.items() if cs}
             support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
-            if len(found) == 2:
-                a, b = (normalize(v.text) for v in found.values())
-                same = a == b or _same_place(a, b)
-                desc = "; ".join(f"{t}: {v.text}" for t, v in found.items())
-                return ShortAnswer("yes" if same else "no", "yes_no", 0.75, method="yes_no", support=support,
-                                   reason=f"{'the same' if same else 'different'} {q.focus or vtype} ({desc})")
             return ShortAnswer("no", "yes_no", 0.3, method="yes_no", support=support,
                                reason=f"a value for {len(found)} of 2; answered no")  # fmt: skip
         # a statement to check: does the best sentence about the named thing hold the question's words?
