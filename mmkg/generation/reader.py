@@ -149,6 +149,7 @@ class _Sentence:
     prev: str = ""  # the sentence before it (in its chunk, or the end of the document's previous chunk shown)
     next: str = ""  # the sentence after it, likewise
     prev_pre: float = 0.0  # the relevance of the sentence before it
+    prev_label: int = 0  # the evidence number of the sentence before it
     about: float = 0.0
     pre: float = 0.0
 
@@ -280,7 +281,7 @@ class Reader:
                 s.pre = max(s.retrieval, 0.0) + overlap + 0.5 * s.about + 0.3 / (1 + rank)
                 if out and out[-1].chunk_id == ev.chunk_id:
                     out[-1].next = part
-                    s.prev_pre = out[-1].pre
+                    s.prev_pre, s.prev_label = out[-1].pre, out[-1].label
                 out.append(s)
                 prev = part
             if out and out[-1].chunk_id == ev.chunk_id and ev.chunk_index is not None:
@@ -294,7 +295,7 @@ class Reader:
             if (i == 0 or out[i - 1].chunk_id != s.chunk_id) and idx is not None:
                 before = ends.get((doc, idx - 1))
                 if before in tail:
-                    s.prev_pre = tail[before].pre
+                    s.prev_pre, s.prev_label = tail[before].pre, tail[before].label
         return out
 
     def _bridge_titles(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> set[str]:
@@ -557,6 +558,10 @@ class Reader:
         conf = self._confidence(cands)
         why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
         support = [Support(top.evidence, top.sentence, top.start, top.end)]
+        home = next((x for x in sentences if x.label == top.evidence and x.text == top.sentence), None)
+        if home is not None and home.prev and _CONTINUES.match(home.text) and top.features.get("relation", 0) > 0:
+            # "On that flight, STS-93, ...": the sentence it reads on from says what the question asks
+            support.append(Support(home.prev_label or home.label, home.prev, -1, -1))
         via = ""
         if bridge is not None:
             support.append(Support(bridge.evidence, bridge.sentence, bridge.start, bridge.end))
