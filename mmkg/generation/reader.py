@@ -45,7 +45,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: (benchmarks/RESULTS.md, "Short answers without a language model")
 MIN_CONFIDENCE = 0.20
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
-MAX_SENTENCES = 24  # sentences sent through NER per question (the latency budget)
+MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
 CONTINUATION = 0.9  # ... when the sentence opens by pointing back ("On that flight", "She", "This model")
