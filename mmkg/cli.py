@@ -24,6 +24,8 @@ eval_app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 console = Console()
+# errors go to standard error, results to standard output (also with --json), as git, dagster and graphrag do
+err_console = Console(stderr=True)
 
 
 def _print_version(value: bool) -> None:
@@ -67,7 +69,7 @@ def _settings():
     try:
         return get_settings()
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
 
 
@@ -82,7 +84,7 @@ def _open(index: Path | None, version: str | None, encoder: bool = True):
     try:
         return Index.open(_root(index), version=version, encoder=None if encoder else False)
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
 
 
@@ -129,28 +131,28 @@ def query(
 
     if query_file is not None:
         if text is not None:
-            console.print("[red]error:[/] give the text query as an argument or with --query-file, not both")
+            err_console.print("[red]error:[/] give the text query as an argument or with --query-file, not both")
             raise typer.Exit(2)
         text = _read_query_file(query_file)
     if text is None and image is None and video is None and audio is None:
-        console.print("[red]error:[/] give a text query, --query-file, --image PATH, --video PATH or --audio PATH")
+        err_console.print("[red]error:[/] give a text query, --query-file, --image PATH, --video PATH or --audio PATH")
         raise typer.Exit(2)
     for what, path in (("image", image), ("video", video), ("audio", audio)):
         if path is not None and not path.is_file():
-            console.print(f"[red]error:[/] {what} {path} not found")
+            err_console.print(f"[red]error:[/] {what} {path} not found")
             raise typer.Exit(2)
     try:
         overrides = _params(param)
         get_strategy(strategy, preset, **overrides)  # unknown names fail here, before any model loads
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     filters = {key: vals for key, vals in (("doc_id", doc), ("partition", partition)) if vals}
     idx = _open(index, version)
     known = set(idx.documents["partition"].unique().to_list())
     unknown = sorted(set(partition or []) - known)
     if unknown:
-        console.print(f"[red]error:[/] no partition {', '.join(map(repr, unknown))} in this index; "
+        err_console.print(f"[red]error:[/] no partition {', '.join(map(repr, unknown))} in this index; "
                       f"partitions: {sorted(known)}")  # fmt: skip
         raise typer.Exit(2)
     try:
@@ -159,7 +161,7 @@ def query(
             filters=filters or None, **overrides,
         )  # fmt: skip
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     if as_json:
         print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
@@ -205,11 +207,11 @@ def _read_query_file(path: Path) -> str:
         data = sys.stdin.buffer.read(MAX_QUERY_CHARS * 4 + 1) if str(path) == "-" else path.read_bytes()
         return data.decode("utf-8")
     except FileNotFoundError:
-        console.print(f"[red]error:[/] query file {path} not found")
+        err_console.print(f"[red]error:[/] query file {path} not found")
     except UnicodeDecodeError as exc:
-        console.print(f"[red]error:[/] query file {path} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8")
+        err_console.print(f"[red]error:[/] query file {path} is not UTF-8 text (byte {exc.start}); re-save it as UTF-8")
     except OSError as exc:
-        console.print(f"[red]error:[/] cannot read query file {path}: {exc}")
+        err_console.print(f"[red]error:[/] cannot read query file {path}: {exc}")
     raise typer.Exit(2)
 
 
@@ -262,7 +264,7 @@ def serve(
         )  # fmt: skip
         api = create_app(cfg)
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     console.print(f"serving {cfg.index_root} version {api.state.holder.current().version} on http://{host}:{port}/ "
                   f"(API docs at /docs)")  # fmt: skip
@@ -333,10 +335,10 @@ def ask(
         options = {"base_url": base_url, "timeout": timeout} if backend == "openai" else {}
         gen = get_generator(backend, model, **options)
     except (ValueError, GenerationError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     if image is not None and not image.is_file():
-        console.print(f"[red]error:[/] image {image} not found")
+        err_console.print(f"[red]error:[/] image {image} not found")
         raise typer.Exit(2)
     idx = _open(index, None)
     kwargs = dict(image=image, strategy=strategy, task=task, k=k, budget=budget, max_tokens=max_tokens, **overrides)
@@ -352,7 +354,7 @@ def ask(
         else:
             result = answer(idx, question, gen, **kwargs)
     except (ValueError, GenerationError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     assert result is not None
     if as_json:
@@ -400,7 +402,7 @@ def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("-
     try:
         info = describe(_root(index))  # the manifest only: no vectors, graph or model
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     if as_json:
         print(json.dumps(info, indent=2))
@@ -445,7 +447,7 @@ def index_verify(
     try:
         name, manifest = open_version(root, version, check_sizes=False)  # verify reports sizes with the digests
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     problems = verify(root, manifest)
     if problems:
@@ -476,7 +478,7 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
                 raise ValueError(f"version {version} does not open cleanly: {'; '.join(problems)}")
             set_current(root, version)
     except (ValueError, PublishLocked) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     console.print(f"CURRENT -> {version}")
 
@@ -520,7 +522,7 @@ def index_gc(
         report = collect(_root(index), keep=keep, older_than=_duration(older_than, "--older-than"),
                          grace=_duration(grace, "--grace"), dry_run=dry_run, compact=compact)  # fmt: skip
     except (FileNotFoundError, ValueError, PublishLocked) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     verb = "would remove" if dry_run else "removed"
     for v in report.removed:
@@ -545,7 +547,7 @@ def _roots(corpus: Path | None, data_root: Path | None) -> tuple[Path, Path]:
     settings = _settings()
     corpus, data_root = corpus or settings.corpus_root, data_root or settings.data_root
     if not corpus.is_dir():
-        console.print(f"[red]error:[/] corpus root {corpus} is not a folder; pass --corpus, set MMKG_CORPUS_ROOT, "
+        err_console.print(f"[red]error:[/] corpus root {corpus} is not a folder; pass --corpus, set MMKG_CORPUS_ROOT, "
                       "or run `mmkg init` for a project with corpus/")  # fmt: skip
         raise typer.Exit(2)
     return corpus, data_root
@@ -564,7 +566,7 @@ def init(
     try:
         written = init_project(folder, example=example)
     except FileExistsError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     for path in written:
         console.print(f"[green]created[/] {path}")
@@ -610,7 +612,7 @@ def _build(corpus: Path, data_root: Path, **kwargs) -> object:
     try:
         from pipelines.build import build_index
     except ImportError as exc:
-        console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
+        err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
         raise typer.Exit(2) from exc
     display = _BuildDisplay()
     try:
@@ -619,7 +621,7 @@ def _build(corpus: Path, data_root: Path, **kwargs) -> object:
                 corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event, **kwargs
             )
     except (RuntimeError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from exc
 
 
@@ -665,7 +667,7 @@ def index_build(
     corpus, data_root = _roots(corpus, data_root)
     missing = sorted(set(partition or []) - {p.name for p in corpus.iterdir() if p.is_dir()})
     if missing:
-        console.print(f"[red]error:[/] no partition folder {', '.join(missing)} under {corpus}")
+        err_console.print(f"[red]error:[/] no partition folder {', '.join(missing)} under {corpus}")
         raise typer.Exit(2)
     console.print(f"Indexing [bold]{corpus}[/] into [bold]{data_root}[/]")
     report = _build(corpus, data_root, partitions=partition or None, reuse=not (force or cold), cold=cold,
@@ -691,7 +693,7 @@ def index_status(corpus: CorpusOption = None, data_root: DataRootOption = None,
     try:
         from pipelines.status import index_status as status_of
     except ImportError as exc:
-        console.print(f"[red]error:[/] index status reads the Dagster instance; the project's pipelines are "
+        err_console.print(f"[red]error:[/] index status reads the Dagster instance; the project's pipelines are "
                       f"missing ({exc})")  # fmt: skip
         raise typer.Exit(2) from exc
     status = status_of(corpus, data_root)
@@ -741,7 +743,7 @@ def sql(
     try:
         rel = connect(root).sql(statement)
     except (FileNotFoundError, duckdb.Error) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     if rel is None:  # a statement without rows (CREATE, SET, ...)
         return
@@ -770,12 +772,12 @@ def graph_export(
     from mmkg.index import Index
 
     if fmt not in FORMATS:
-        console.print(f"[red]error:[/] unknown format {fmt!r}; choose one of {list(FORMATS)}")
+        err_console.print(f"[red]error:[/] unknown format {fmt!r}; choose one of {list(FORMATS)}")
         raise typer.Exit(2)
     try:
         idx = Index.open(_root(index), version=version, encoder=False)  # no model: the graph only
     except (FileNotFoundError, ValueError) as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     written = export(idx, fmt, out)
     console.print(f"graph of {idx.version}: {idx.graph.n:,} nodes, {idx.graph.adjacency.nnz // 2:,} edges -> {written}")
@@ -856,7 +858,7 @@ def _evaluate(
     from mmkg.eval.runner import steps_for
 
     if answers not in ("on", "off", "only"):
-        console.print(f"[red]error:[/] --answers must be on, off or only, not {answers!r}")
+        err_console.print(f"[red]error:[/] --answers must be on, off or only, not {answers!r}")
         raise typer.Exit(2)
     try:
         names = parse_methods(methods)
@@ -866,7 +868,7 @@ def _evaluate(
 
             get_strategy(answer_strategy)  # name[:preset]; unknown names fail here, before any build
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     dataset = dataset.limit(limit)
     data_root = data_root or Path(".mmkg/eval") / name
@@ -875,7 +877,7 @@ def _evaluate(
         try:
             from pipelines.build import build_index  # Dagster is imported only when there is something to build
         except ImportError as exc:
-            console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc}); "
+            err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc}); "
                           "pass --index to evaluate an existing one")  # fmt: skip
             raise typer.Exit(2) from exc
 
@@ -898,7 +900,7 @@ def _evaluate(
     try:
         ms = make_methods(idx, names)
     except ValueError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     if answers != "only":
@@ -907,7 +909,7 @@ def _evaluate(
             try:
                 result = run_eval(idx, dataset, ms, ks=ks, depth=depth, on_step=lambda: bar.advance(task))
             except ValueError as exc:  # questions that do not fit the index, bad k or depth
-                console.print(f"[red]error:[/] {exc}")
+                err_console.print(f"[red]error:[/] {exc}")
                 raise typer.Exit(2) from exc
         result.build, result.open_s = build, open_s
         rpath, mpath = result.write(out or data_root / "results")
@@ -931,7 +933,7 @@ def _evaluate(
 
 
 def _dataset_error(exc: Exception) -> typer.Exit:
-    console.print(f"[red]error:[/] {exc}")
+    err_console.print(f"[red]error:[/] {exc}")
     return typer.Exit(2)
 
 
@@ -1036,7 +1038,7 @@ def eval_compare(
         try:
             runs.append(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, json.JSONDecodeError) as exc:
-            console.print(f"[red]error:[/] {path}: {exc}")
+            err_console.print(f"[red]error:[/] {path}: {exc}")
             raise typer.Exit(2) from exc
     diffs = compare(runs[0], runs[1], metric)
     t = Table(title=f"{metric}: {len(diffs)} difference(s)")

@@ -42,7 +42,7 @@ def test_init_writes_a_project_and_refuses_to_overwrite_it(project: Path):
     assert "# max_sentence_chars = 5000" in config  # every other setting: commented, with its default
     assert (project / "corpus" / "space").is_dir() and ".mmkg/" in (project / ".gitignore").read_text()
     again = run(project.parent, "init", "kb", check=False)
-    assert again.returncode == 2 and "already an mmkg project" in again.stdout
+    assert again.returncode == 2 and "already an mmkg project" in again.stderr and not again.stdout
 
 
 def test_build_edit_status_update_query_sql_export(project: Path):
@@ -89,7 +89,8 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     # the data-root rule: MMKG_DATA_ROOT beats mmkg.toml, --data-root beats both
     other = project / "elsewhere"
     info = run(project, "index", "info", "--json", env={"MMKG_DATA_ROOT": str(other)}, check=False)
-    assert info.returncode == 2 and str(other) in info.stdout
+    # with --json the error is on standard error and standard output stays empty, for scripts that parse it
+    assert info.returncode == 2 and str(other) in info.stderr and info.stdout == ""
     info = run(project, "index", "info", "--json", "--index", str(project / ".mmkg" / "index"),
                env={"MMKG_DATA_ROOT": str(other)})  # fmt: skip
     assert json.loads(info.stdout)["partitions"] == ["notes", "space"]
@@ -98,4 +99,4 @@ def test_build_edit_status_update_query_sql_export(project: Path):
 def test_a_bad_config_file_is_named(tmp_path: Path):
     (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
     out = run(tmp_path, "index", "status", check=False)
-    assert out.returncode == 2 and "corpus_rot" in out.stdout and "corpus_root" in out.stdout
+    assert out.returncode == 2 and "corpus_rot" in out.stderr and "corpus_root" in out.stderr

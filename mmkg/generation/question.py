@@ -15,7 +15,15 @@ question, with general mechanisms rather than per-benchmark templates:
 - **entities**: spaCy's named entities, title-case runs (film and book titles that NER misses) and
   quoted strings;
 - **comparison**: a comparative or superlative that orders values ("later", "first", "older",
-  "more") and its direction, and whether the question asks if two things share a value ("same").
+  "more") and its direction, and whether the question asks if two things share a value ("same");
+- **bridge**: the person noun between a named thing and the answer ("the *director* of film X",
+  "X's *father*"), and whether the answer lies one hop past that person; compound kinship is two
+  simple ones ("stepmother": the father's wife);
+- **alternates**: words that state the relation another way (kinship from the other side, another
+  word class: "died" for "date of death").
+
+The lexicons here (answer-type nouns, ordering words, kinship, word-class pairs) are general English,
+written once for any question; none is taken from a benchmark question.
 """
 
 from __future__ import annotations

@@ -1,28 +1,34 @@
 """The short answer without a language model: typed candidates from the evidence, scored, compared or declined.
 
-``read(analysis, result, evidence)`` is a classic QA reader over what retrieval already found:
+``Reader().read(analysis, result, evidence)`` is a classic QA reader over what retrieval already found:
 
-1. **Sentences**: every sentence of the evidence shown (``Context.evidence``), each with its retrieval
-   score where the strategy scored it and the sentence before it (a candidate in "On that flight,
-   STS-93, ..." inherits the words of "Collins became the first woman to command a mission" at a
-   discount: the answer is often one sentence after the words that ask for it).
-2. **Candidates**: spaCy's entities of the labels the answer type allows (``TYPE_LABELS``), numbers and
-   percentages for number questions, identifiers and title-case names for free-string questions;
-   nothing the question itself names.
-3. **Scores**: a weighted sum of the sentence's relevance (retrieval cosine plus the share of the
-   question's words it holds), the share of the question's relation words around the candidate and
-   its distance to the nearest, whether the sentence is about a thing the question names or about a
-   page those sentences lead to (the bridge of a two-hop question), a graph relation whose predicate
-   is the question's relation and whose end is the candidate, and the chunk's rank; occurrences of
-   the same answer in other sentences add a little (agreement across passages).
-4. **Choice and yes/no**: each option's (or named thing's) own evidence gives it a value of the type
-   the question compares (a date for "born later", a nationality for "same nationality"); the
-   ordering word picks the winner, equality answers "same".
-5. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept.
+1. **Sentences**: every sentence of the evidence shown (``Context.evidence``), with its retrieval score
+   where the strategy scored it, and its neighbours: a sentence that opens by pointing back ("On that
+   flight, STS-93, ...") reads on from the one before it, also across adjacent chunks of a document.
+2. **Candidates**: spaCy's entities of the labels the answer type allows (``labels_for``), numbers and
+   percentages (not the digits of a name such as "GPT-4"), codes ("STS-93") and names for free strings,
+   places after "in/at/near" that NER missed; nothing the question itself names.
+3. **Scores**: a weighted sum (``WEIGHTS``) of the sentence's relevance, the share of the question's
+   relation words around the candidate (or words that say it another way: "son of" for "father",
+   "died" for "death", the two halves of a life-span parenthesis) and the distance to the nearest,
+   whether the sentence is about a thing the question names or a page those sentences lead to, an
+   apposition naming the asked-for kind, a graph triple whose predicate is the relation, and the
+   chunk's rank; the same answer in other sentences adds a little (agreement across passages).
+4. **Two hops**: when the question names a bridge ("the director of film X", "X's stepmother" = X's
+   father's wife), the bridge person is read from X's own sentences first, then the answer from the
+   bridge's page.
+5. **Choice and yes/no**: each option's (or named thing's) own evidence, through its bridge when the
+   question compares through one, gives it values of the compared type; the ordering word picks the
+   winner, and "same" asks whether the two things share a likely value.
+6. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept.
 
-Every answer carries the sentence that supports it (the span by character offsets), a confidence in
+Every answer carries the sentences that support it (the span by character offsets), a confidence in
 [0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
-edge with its sentence) when the result's relations hold one.
+edge with its sentence): from the result's triples where they connect, else from sentences naming both.
+
+Hand-written rather than a library: the maintained extractive QA readers are trained models (SQuAD-style
+transformers) whose weights cannot be fetched here and would dwarf the retrieval's cost on a CPU; spaCy
+(already a dependency) supplies the NER, and the rest is the scoring above.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
 #: the default abstention threshold on confidence: the best mean of 2Wiki dev EM (its first 140 questions) and
-#: MMLongBench-Doc dev accuracy, 0.282 at 0.20 and 0.25 (0.221 at 0, 0.280 at 0.60); the lower one answers more
+#: MMLongBench-Doc dev accuracy, 0.300 at 0.20 and 0.25 (0.238 at 0, 0.287 at 0.60); the lower one answers more
 #: (benchmarks/RESULTS.md, "Short answers without a language model")
 MIN_CONFIDENCE = 0.20
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
