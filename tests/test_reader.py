@@ -206,3 +206,30 @@ def test_numbers_inside_names_are_not_quantities():
     ev = _evidence("On the physics test GPT-4 scored 73.2% and PaLM-2L scored 61.5%.")
     ans = Reader(min_confidence=0.0).read(analyze("What percentage did GPT-4 score on the physics test?"), None, ev)
     assert ans.text in ("73.2%", "61.5%") and all(c.text not in ("4", "2") for c in ans.candidates)
+
+
+def test_answers_are_scored_by_the_benchmark_rules_within_the_question_document(art_index: Index):
+    """MMLongBench-Doc's shape: each question names its document, carries an answer format, and some are
+    unanswerable; the reader answers from that document alone and is scored by the format's rule."""
+    from mmkg.eval.answers import run_answers
+    from mmkg.eval.datasets import Dataset, Question
+
+    questions = [
+        Question("m1", "In which year was Margit Holm born?", ("margit_holm.md#?",), doc="margit_holm.md",
+                 answer="1890", answer_format="Int"),
+        Question("m2", "In which year did Erik Sand paint The Red Mill?", ("red_mill.md#?",), doc="red_mill.md",
+                 answer="1910", answer_format="Int"),
+        Question("m3", "What is the name of Margit Holm's dog?", (), doc="margit_holm.md",
+                 answer="Not answerable", answer_format="None"),
+    ]  # fmt: skip
+    report = run_answers(art_index, Dataset("mmlongbench", questions, "page"))
+    assert report.scoring == "mmlongbench" and report.n == 3
+    by_id = {r["id"]: r for r in report.questions}
+    assert by_id["m1"]["predictions"]["reader"] == "1890" and by_id["m1"]["scores"]["reader"]["score"] == 1.0
+    assert by_id["m2"]["predictions"]["reader"] == "1910"
+    # "not answerable" everywhere is right on the one unanswerable question, and F1 needs answered questions
+    assert report.summary["not_answerable"]["accuracy"] == pytest.approx(1 / 3, abs=1e-4)  # rounded to 4 places
+    assert report.summary["not_answerable"]["f1"] == 0.0
+    assert report.summary["reader"]["accuracy_answerable"] == 1.0
+    assert set(report.by_type["reader"]) >= {"format Int", "format None", "date"}
+    assert "0.20" in report.thresholds and report.thresholds["0.00"]["accuracy_answerable"] == 1.0
