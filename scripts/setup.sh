@@ -30,16 +30,18 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
   touch "$stamp"
 fi
 
-# The web page's JavaScript (mmkg serve) is vendored from the npm registry at build time, pinned by
-# web/package-lock.json, never fetched from a CDN at run time. Without npm the page still works, minus
-# the graph drawing (it says so).
-vendor=mmkg/api/static/vendor/cytoscape.min.js
-if [ ! -f "$vendor" ] || [ web/package-lock.json -nt "$vendor" ]; then
+# The web page's JavaScript (mmkg serve) and its API docs (Swagger UI at /docs) are vendored from the
+# npm registry at build time, pinned by web/package-lock.json, never fetched from a CDN at run time.
+# Without npm the page still works, minus the graph drawing and the docs page (each says so).
+vendor=mmkg/api/static/vendor
+if [ ! -f "$vendor/cytoscape.min.js" ] || [ ! -f "$vendor/swagger-ui-bundle.js" ] \
+  || [ web/package-lock.json -nt "$vendor/cytoscape.min.js" ]; then
   if command -v npm >/dev/null; then
     npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
-    mkdir -p "$(dirname "$vendor")"
-    cp web/node_modules/cytoscape/dist/cytoscape.min.js "$vendor"
+    mkdir -p "$vendor"
+    cp web/node_modules/cytoscape/dist/cytoscape.min.js "$vendor/"
+    cp web/node_modules/swagger-ui-dist/swagger-ui-bundle.js web/node_modules/swagger-ui-dist/swagger-ui.css "$vendor/"
   else
-    echo "npm not found: the web page of mmkg serve will not draw graphs (install Node.js and re-run)" >&2
+    echo "npm not found: mmkg serve will not draw graphs or show /docs (install Node.js and re-run)" >&2
   fi
 fi

@@ -117,7 +117,16 @@ def test_health_index_strategies_and_openapi(server: Server):
     paths = json.loads(raw)["paths"]
     expected = {"/query", "/ask", "/index", "/chunks/{chunk_id}", "/images/{image_id}", "/documents", "/health"}
     assert expected <= set(paths)
-    assert server.call("GET", "/docs")[0] == 200
+    # the API docs load Swagger UI from this server, never a CDN (offline they were a blank page)
+    status, _, raw = server.call("GET", "/docs")
+    html = raw.decode()
+    assert status == 200 and "/static/vendor/swagger-ui-bundle.js" in html and "/openapi.json" in html
+    assert "http://" not in html and "https://" not in html.replace("https://fastapi.tiangolo.com", "")
+    for asset in ("/static/vendor/swagger-ui-bundle.js", "/static/vendor/swagger-ui.css"):
+        assert server.call("GET", asset)[0] == 200
+    assert server.call("GET", "/redoc")[0] == 404  # no vendored ReDoc: off rather than blank
+    status, headers, raw = server.call("GET", "/favicon.ico")
+    assert status == 200 and headers["content-type"].startswith("image/svg+xml") and raw.startswith(b"<svg")
 
 
 def test_query_returns_ranked_evidence(server: Server):
@@ -419,6 +428,12 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
             assert page.inner_text("#reading mark") == "STS-93"  # the span, marked in its sentence
             assert "confidence" in page.inner_text("#short-answer")
             page.wait_for_function("window.mmkgGraph && window.mmkgGraph.nodes().length > 0", timeout=60_000)
+            page.goto(server.url + "/docs", timeout=60_000)  # Swagger UI renders from the vendored files
+            page.locator(".swagger-ui .title").first.wait_for(timeout=60_000)
+            assert "mmkg" in page.inner_text(".swagger-ui .title")
+            page.locator(".opblock-summary-path", has_text="/ask").first.wait_for(timeout=60_000)
+            page.goto(server.url + "/", timeout=60_000)
+            page.get_by_text("ready").wait_for(timeout=60_000)
             page.fill("#question", "Hubble Space Telescope placard")
             page.click("#search")
             page.locator(".pic svg rect").first.wait_for(state="attached", timeout=60_000)

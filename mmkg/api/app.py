@@ -50,6 +50,7 @@ from mmkg.retrieval.registry import refused_from_clients
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).parent / "static"
+VENDOR = STATIC / "vendor"  # JavaScript and CSS copied from web/node_modules by scripts/setup.sh
 LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 MB = 1024 * 1024
 #: query files a request may upload: default suffix and size limit
@@ -152,9 +153,12 @@ def create_app(cfg: ServeConfig) -> FastAPI:
                 generators[name] = factories[name]()
             return generators[name]
 
+    # /docs is served below from vendored Swagger UI files (FastAPI's default loads them from a CDN, a blank
+    # page offline); ReDoc has no vendored copy, so it is off
     app = FastAPI(
         title="mmkg", version=_version(),
         description="Graph retrieval and grounded answers over a multimodal knowledge-graph index.",
+        docs_url=None, redoc_url=None,
     )  # fmt: skip
     app.state.holder = holder
     if cfg.cors_origins:
@@ -474,6 +478,28 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> FileResponse:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Any:
+        from fastapi.openapi.docs import get_swagger_ui_html
+        from fastapi.responses import HTMLResponse
+
+        if not (VENDOR / "swagger-ui-bundle.js").is_file():
+            return HTMLResponse(
+                "<h1>API docs are not installed</h1><p>Swagger UI is vendored at setup: run "
+                "<code>bash scripts/setup.sh</code> with npm available. The schema is at "
+                '<a href="/openapi.json">/openapi.json</a>.</p>',
+                status_code=503,
+            )
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json", title="mmkg API",
+            swagger_js_url="/static/vendor/swagger-ui-bundle.js", swagger_css_url="/static/vendor/swagger-ui.css",
+            swagger_favicon_url="/favicon.ico",
+        )  # fmt: skip
 
     if STATIC.is_dir():
         from fastapi.staticfiles import StaticFiles
