@@ -37,7 +37,8 @@ vendor=mmkg/api/static/vendor
 if [ ! -f "$vendor/cytoscape.min.js" ] || [ ! -f "$vendor/swagger-ui-bundle.js" ] \
   || [ web/package-lock.json -nt "$vendor/cytoscape.min.js" ]; then
   if command -v npm >/dev/null; then
-    npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
+    # --ignore-scripts: only files are copied; swagger-ui-dist's dependency @scarf/scarf would phone home on install
+    npm ci --prefix web --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
     mkdir -p "$vendor"
     cp web/node_modules/cytoscape/dist/cytoscape.min.js "$vendor/"
     cp web/node_modules/swagger-ui-dist/swagger-ui-bundle.js web/node_modules/swagger-ui-dist/swagger-ui.css "$vendor/"
