@@ -63,6 +63,8 @@ def test_dates_sort_by_year_month_and_day():
     assert date_key("3 May 1950") == (1950, 5, 3)
     assert date_key("May 1950") < date_key("3 May 1950") < date_key("June 1950") < date_key("1951")
     assert date_key("the spring") is None
+    assert date_key("43 BC") < date_key("538") < date_key("c. 950") < date_key("1066")  # before the year 1000 too
+    assert date_key("12 November") is None  # a day, not a year
     assert normalize("The Blue Harbour!") == "blue harbour"
 
 

@@ -77,6 +77,7 @@ _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
 _DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
+_OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
 _DASH = re.compile(r"\s[–—-]\s|[–—]")
 _MONTH_NAMES = "january february march april may june july august september october november december"
 _MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
@@ -226,10 +227,16 @@ def _model() -> str:
 
 
 def date_key(text: str) -> tuple[int, int, int] | None:
-    """A sortable (year, month, day) from a date as written ("3 May 1950", "May 1950", "1950"); None without a year."""
+    """A sortable (year, month, day) from a date as written ("3 May 1950", "May 1950", "1950", "538", "43 BC");
+    None without a year. A date span (NER's DATE) may hold a year before 1000; "BC" makes it negative."""
     years = _YEAR.findall(text)
     if not years:
-        return None
+        month_named = _MONTH.search(text) is not None  # "12 November": 12 is the day, not the year
+        old = next((m for m in _OLD_YEAR.finditer(text) if not month_named or len(m.group(1)) == 3), None)
+        if old is None:
+            return None
+        year = int(old.group(1)) * (-1 if old.group(2) else 1)
+        return year, 0, 0
     month_m = _MONTH.search(text)
     month = _MONTHS[month_m.group(1).lower()] if month_m else 0
     day = 0
