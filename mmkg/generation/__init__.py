@@ -4,8 +4,8 @@ the evidence it used.
 - ``base``: ``GenerationRequest``, ``Generation``, the ``Generator`` protocol;
 - ``context``: numbered evidence within a token budget, and citations parsed back;
 - ``prompts/`` + ``prompts.py``: task templates as editable files (``--task``);
-- backends: ``extractive`` (offline default, no model: the reader's short answer), ``openai`` (any OpenAI-compatible endpoint),
-  ``llamacpp`` (a GGUF in process), ``transformers`` (a local Hugging Face model);
+- backends: ``extractive`` (offline default, no model: the reader's short answer), ``openai`` (any
+  OpenAI-compatible endpoint), ``llamacpp`` (a GGUF in process), ``transformers`` (a local Hugging Face model);
 - ``question``: what a question asks for (answer type, relation, names, options, bridge), from spaCy's parse;
 - ``reader``: the short answer read out of the evidence without a model, with support spans and graph path;
 - ``answer``: the ``Answer`` object and ``answer(index, question, generator)``.
