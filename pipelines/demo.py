@@ -82,10 +82,12 @@ def summary(data_root: Path) -> None:
     console.print(f"Tables under [bold]{tables}[/]; run [bold]dagster dev[/] to browse the runs.")
 
 
-SAMPLE_QUERY = "Which mission did the first woman to command a Space Shuttle lead, and what did it deploy?"
+SAMPLE_QUERY = "Which mission did the first woman to command a Space Shuttle lead?"
 
 
 def answer(data_root: Path, question: str) -> None:
+    from mmkg.generation import ExtractiveGenerator
+    from mmkg.generation import answer as ask
     from mmkg.index import Index
 
     idx = Index.open(data_root / "index")
@@ -95,6 +97,12 @@ def answer(data_root: Path, question: str) -> None:
         console.print(f"[bold]{c.rank}. {c.title}[/] [dim]{c.source_path} score {c.score:.4f}[/]")
         if c.sentences:
             console.print(f"   {c.sentences[0].text}")
+    # the short answer, read from the evidence without a language model (mmkg ask does the same)
+    a = ask(idx, question, ExtractiveGenerator(), k=5)
+    console.print(f"\n[bold]Answer:[/] {a.short_answer}  [dim]({a.answer_type}, confidence {a.confidence:.2f}; "
+                  "no language model)[/]")  # fmt: skip
+    for sup in a.reading.get("support", [])[:2]:
+        console.print(f"   [{sup['label']}] {sup['sentence']}", markup=False, highlight=False)
 
 
 def main(
