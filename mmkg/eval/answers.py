@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
-from mmkg.eval.datasets import Dataset, Question
+from mmkg.eval.datasets import Dataset
 from mmkg.generation.answer import prepare, retrieve
 from mmkg.generation.reader import MIN_CONFIDENCE, normalize
 from mmkg.index.reader import Index
@@ -91,8 +91,7 @@ def _first_sentence(ctx_evidence: Any) -> str:
     return _FIRST.split(chunks[0].text.strip(), maxsplit=1)[0]
 
 
-def _metrics(scoring: str, q: Question, fmt: str | None, pred: str) -> dict[str, float]:
-    gold = str(q.answer)
+def _metrics(scoring: str, gold: str, fmt: str | None, pred: str) -> dict[str, float]:
     if scoring == "mmlongbench":
         return {"score": score(gold, pred, fmt or "Str")}
     return {"em": exact_match(gold, pred), "f1": token_f1(gold, pred)}
@@ -149,7 +148,7 @@ def run_answers(
             "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
             "type": analysis.answer_type, "shape": shape(analysis), "strategy": result.strategy,
             "predictions": preds,
-            "scores": {name: _metrics(scoring, q, q.answer_format, p) for name, p in preds.items()},
+            "scores": {name: _metrics(scoring, str(q.answer), q.answer_format, p) for name, p in preds.items()},
             "confidence": reading.confidence, "coverage": reading.coverage, "abstained": reading.abstained,
             "guess": reading.guess,
             "reason": reading.reason, "read_ms": reading.latency_ms,
@@ -188,9 +187,8 @@ def _at_threshold(scoring: str, rows: list[dict[str, Any]], t: float) -> dict[st
     for r in rows:
         guess = r["guess"] if r["abstained"] and r["guess"] else r["predictions"]["reader"]
         pred = guess if r["confidence"] >= t else NOT_ANSWERABLE
-        gold = Question(r["id"], r["question"], (), answer=str(r["gold"]))
         shifted.append({**r, "predictions": {"reader": pred},
-                        "scores": {"reader": _metrics(scoring, gold, r["format"], pred)}})  # fmt: skip
+                        "scores": {"reader": _metrics(scoring, str(r["gold"]), r["format"], pred)}})  # fmt: skip
     return _summarize(scoring, shifted, "reader")
 
 

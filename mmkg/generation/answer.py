@@ -14,7 +14,6 @@ and the path entity → relation → entity that led there.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
-from mmkg.generation.context import Context, build_context, citation_markers, cited_labels
+from mmkg.generation.context import Context, build_context, citation_markers, cited_labels, strip_citations
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
@@ -136,7 +135,7 @@ def _answer(
         labels = list(gen.used)
     shown = {e.label: e for e in ctx.evidence}
     reading = request.reading
-    short = reading.text if reading is not None and gen.extractive else _strip_markers(text)
+    short = reading.text if reading is not None and gen.extractive else strip_citations(text)
     return Answer(
         question=question, text=text, citations=[Citation.of(shown[n]) for n in labels], backend=gen.backend,
         model=gen.model, task=task, strategy=result.strategy, extractive=gen.extractive,
@@ -150,10 +149,6 @@ def _answer(
         confidence=reading.confidence if reading is not None else 0.0,
         reading=reading.to_dict() if reading is not None else {},
     )  # fmt: skip
-
-
-def _strip_markers(text: str) -> str:
-    return re.sub(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]", "", text).strip()
 
 
 def _retrieve_and_prepare(

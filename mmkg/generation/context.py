@@ -124,6 +124,11 @@ def citation_markers(text: str) -> list[int]:
     return [int(part) for m in _CITE.finditer(text) for part in re.split(r"\s*[,;]\s*", m.group(1))]
 
 
+def strip_citations(text: str) -> str:
+    """The text without its ``[n]`` / ``[n, m]`` markers (a model's answer as a short answer)."""
+    return re.sub(r"\s*" + _CITE.pattern, "", text).strip()
+
+
 def cited_labels(text: str, context: Context) -> list[int]:
     """The evidence numbers an answer cites, in order, once each, only those that were shown."""
     shown = {e.label for e in context.evidence}

@@ -50,7 +50,8 @@ TYPE_LABELS: dict[str, frozenset[str]] = {
 _TYPE_WORDS = {
     "person": """person people man woman name who spouse husband wife father mother son daughter brother sister
         parent child grandfather grandmother grandparent uncle aunt nephew niece cousin sibling king queen ceo
-        chairman president leader head chief star actor actress player owner partner""",
+        chairman president leader head chief star actor actress player owner partner agent client patient resident
+        student""",
     "place": """place country city town state location nationality birthplace region province continent capital
         village county headquarters where island river mountain site venue address area district""",
     "organization": """company organization organisation university team club band party school college label
@@ -67,10 +68,9 @@ _LIGHT_NOUNS = frozenset({"name", "title", "kind", "type", "sort", "one", "part"
 _AGENT = re.compile(r"[a-z]{3,}(er|or|ist|ian|ant|ent)$")
 _NOT_AGENT = frozenset({"number", "order", "center", "centre", "quarter", "member", "letter", "chapter", "paper",
                         "water", "matter", "power", "other", "error", "sector", "factor", "color", "colour",
-                        "percent", "student", "content", "event", "amount", "element", "segment", "government",
+                        "percent", "content", "event", "amount", "element", "segment", "government",
                         "payment", "investment", "equipment", "management", "development", "statement", "moment",
-                        "component", "department", "parent", "agent", "client", "patient", "resident"})  # fmt: skip
-_PERSON_FALLBACK = frozenset({"member", "parent", "agent", "client", "patient", "resident", "student"})
+                        "component", "department"})  # fmt: skip
 
 # Ordering words: the direction in which the asked-for value wins. Age words order birth dates the other way.
 _MIN_WORDS = frozenset({"first", "earlier", "earliest", "sooner", "before", "less", "fewer", "least", "lowest",
@@ -204,8 +204,6 @@ def _noun_type(lemma: str) -> str:
     lemma = lemma.lower()
     if lemma in _TYPE_NOUNS:
         return _TYPE_NOUNS[lemma]
-    if lemma in _PERSON_FALLBACK:
-        return "person"
     if lemma not in _NOT_AGENT and _AGENT.fullmatch(lemma):
         return "person"
     return ""

@@ -270,46 +270,35 @@ class Reader:
     # -- sentences ------------------------------------------------------------------------------------------------
     def _sentences(self, q: QuestionAnalysis, evidence: Sequence[Evidence]) -> list[_Sentence]:
         wanted = _stems(q.text) - {stem(w) for w in ("what", "which", "who", "when", "where", "how")}
-        out: list[_Sentence] = []
         chunks = [e for e in evidence if e.kind == "chunk"]
-        # the last sentence of each chunk, so a chunk that continues another shown one reads on from it
-        last = {(e.doc_id, e.chunk_index): split_sentences(e.text)[-1].strip() for e in chunks
-                if e.chunk_index is not None and e.text.strip()}  # fmt: skip
-        first = {(e.doc_id, e.chunk_index): split_sentences(e.text)[0].strip() for e in chunks
-                 if e.chunk_index is not None and e.text.strip()}  # fmt: skip
+        per_chunk: list[list[_Sentence]] = []
         for rank, ev in enumerate(chunks):
             scored = {t.strip()[:60]: s for t, s in ev.sentences}
             pos = 0
-            prev = last.get((ev.doc_id, ev.chunk_index - 1), "") if ev.chunk_index is not None else ""
+            mine: list[_Sentence] = []
             for part in split_sentences(ev.text):
                 part = part.strip()
                 if not part:
                     continue
                 off = ev.text.find(part, pos)
                 pos = off + len(part) if off >= 0 else pos
-                s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)), prev)
+                s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)))
                 words = _stems(part)
                 overlap = len(words & wanted) / len(wanted) if wanted else 0.0
                 s.about = 1.0 if any(_contains(part, e) or _contains(ev.title, e) for e in q.entities) else 0.0
                 s.pre = max(s.retrieval, 0.0) + overlap + 0.5 * s.about + 0.3 / (1 + rank)
-                if out and out[-1].chunk_id == ev.chunk_id:
-                    out[-1].next = part
-                    s.prev_pre, s.prev_label = out[-1].pre, out[-1].label
-                out.append(s)
-                prev = part
-            if out and out[-1].chunk_id == ev.chunk_id and ev.chunk_index is not None:
-                out[-1].next = first.get((ev.doc_id, ev.chunk_index + 1), "")
-        # a chunk's first sentence reads on from the last sentence of the document's previous chunk, if shown
-        ends = {(e.doc_id, e.chunk_index): e.chunk_id for e in chunks}
-        tail = {s.chunk_id: s for s in out}  # the last sentence of each chunk
-        where = {e.chunk_id: (e.doc_id, e.chunk_index) for e in chunks}
-        for i, s in enumerate(out):
-            doc, idx = where[s.chunk_id]
-            if (i == 0 or out[i - 1].chunk_id != s.chunk_id) and idx is not None:
-                before = ends.get((doc, idx - 1))
-                if before in tail:
-                    s.prev_pre, s.prev_label = tail[before].pre, tail[before].label
-        return out
+                if mine:
+                    _follow(mine[-1], s)
+                mine.append(s)
+            per_chunk.append(mine)
+        # a chunk that continues another shown chunk of its document reads on from that chunk's last sentence
+        shown = {(e.doc_id, e.chunk_index): mine for e, mine in zip(chunks, per_chunk, strict=True)
+                 if e.chunk_index is not None and mine}  # fmt: skip
+        for e, mine in zip(chunks, per_chunk, strict=True):
+            before = shown.get((e.doc_id, e.chunk_index - 1)) if e.chunk_index is not None else None
+            if mine and before:
+                _follow(before[-1], mine[0])
+        return [s for mine in per_chunk for s in mine]
 
     def _bridge_titles(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> set[str]:
         """Titles of evidence that the question's own sentences name: the pages a second hop lands on."""
@@ -724,6 +713,12 @@ def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     if dash is None or not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
         return ()
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
+
+
+def _follow(before: _Sentence, after: _Sentence) -> None:
+    """Link two sentences that are read one after the other."""
+    before.next = after.text
+    after.prev, after.prev_pre, after.prev_label = before.text, before.pre, before.label
 
 
 def _valid(c: Candidate, vtype: str) -> bool:
