@@ -49,12 +49,61 @@ class ModelNotFound(RuntimeError):
     pass
 
 
+#: tokens that end a sentence; a line without one at its end can be a heading
+_SENT_END = frozenset({".", "!", "?", "…", ":", ";", '"', "”", "’", "'", ")"})
+#: a line of at most this many words, without a closing full stop, before a line break is a heading
+HEADING_MAX_WORDS = 12
+#: after a heading, the parser may not start a sentence before the next sentence end within this many tokens
+_AFTER_HEADING_TOKENS = 40
+
+
+def _lines(doc: Doc) -> Iterator[tuple[int, int]]:
+    """(start, end) token ranges of the lines of ``doc``; ``doc[end]`` is the line break (absent at the end)."""
+    start = 0
+    for tok in doc:
+        if tok.is_space and "\n" in tok.text:
+            yield start, tok.i
+            start = tok.i + 1
+    if start < len(doc):
+        yield start, len(doc)
+
+
+def is_heading(words: Sequence[str], blank_after: bool) -> bool:
+    """A Markdown ``#`` line, or a short line without a closing full stop that a blank line follows."""
+    if not words:
+        return False
+    if words[0].startswith("#"):
+        return True
+    return blank_after and len(words) <= HEADING_MAX_WORDS and words[-1] not in _SENT_END
+
+
 @Language.component("mmkg_block_breaks")
 def block_breaks(doc: Doc) -> Doc:
-    """A blank line always ends a sentence (headings, list items and captions lack full stops)."""
-    for tok in doc[:-1]:
-        if tok.is_space and tok.text.count("\n") >= 2:
-            doc[tok.i + 1].is_sent_start = True
+    """Sentence boundaries the parser must keep: a blank line ends a sentence (headings, list items and captions
+    lack full stops), a heading is a sentence of its own, and the sentence after a heading runs at least to its
+    first full stop.
+
+    Without the last rule the parser, seeing "SpaceX\n\nSpaceX is an American spacecraft manufacturer.", split
+    the second "SpaceX" off its verb: the sentence read "is an American spacecraft manufacturer." and its
+    relations lost their subject.
+    """
+    after_heading = False
+    for start, end in _lines(doc):
+        words = [t.text for t in doc[start:end] if not t.is_space]
+        if after_heading and words:
+            first = next(t.i for t in doc[start:end] if not t.is_space)
+            for tok in doc[first + 1 : min(end, first + _AFTER_HEADING_TOKENS)]:
+                if doc[tok.i - 1].text in _SENT_END and doc[tok.i - 1].text not in {")", "'", "’"}:
+                    break
+                tok.is_sent_start = False
+        if end >= len(doc) - 1:
+            break
+        blank = doc[end].text.count("\n") >= 2
+        heading = is_heading(words, blank)
+        if blank or heading:
+            doc[end + 1].is_sent_start = True
+        if words:
+            after_heading = heading
     return doc
 
 
