@@ -10,11 +10,66 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
 
 from mmkg.settings import get_settings
 
-app = typer.Typer(help="Build, query and operate mmkg indexes.", no_args_is_help=True, add_completion=False)
+try:  # typer 0.2x raises its vendored click's exceptions
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - a typer on the click package
+    import click.exceptions as click_errors  # type: ignore[no-redef]
+
+
+class _Errors:
+    """Standard error for mmkg's error lines: one line each, never wrapped; with ``--json``, a JSON object."""
+
+    json = False  # set by _OneLineErrors from the command line
+
+    def __init__(self) -> None:
+        self.console = Console(stderr=True, soft_wrap=True)
+
+    def print(self, message: str, **kwargs: Any) -> None:
+        if self.json:
+            text = Text.from_markup(message).plain.removeprefix("error: ")
+            sys.stderr.write(json.dumps({"error": text}, ensure_ascii=False) + "\n")
+            sys.stderr.flush()
+        else:
+            self.console.print(message, **kwargs)
+
+
+class _OneLineErrors(TyperGroup):
+    """A usage error (a bad option value, an unknown option, a missing argument) is one line on standard error
+    with exit 2, like every other mmkg error, instead of click's framed box under the usage text."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:  # fmt: skip
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        err_console.json = "--json" in argv
+        try:
+            rv = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_errors.NoArgsIsHelpError as exc:  # `mmkg` alone: the help was printed
+            sys.exit(exc.exit_code)
+        except click_errors.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "mmkg"
+            err_console.print(f"[red]error:[/] {escape(exc.format_message())} (`{escape(where)} --help` lists the "
+                              "options)")  # fmt: skip
+            sys.exit(2)
+        except click_errors.ClickException as exc:
+            err_console.print(f"[red]error:[/] {escape(exc.format_message())}")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            err_console.print("[red]error:[/] aborted")
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(help="Build, query and operate mmkg indexes.", no_args_is_help=True, add_completion=False,
+                  cls=_OneLineErrors)  # fmt: skip
 index_app = typer.Typer(help="Build, update and inspect an index: build, update, status, info, versions, verify, "
                         "rollback.", no_args_is_help=True)  # fmt: skip
 app.add_typer(index_app, name="index")
@@ -25,7 +80,7 @@ eval_app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 console = Console()
 # errors go to standard error, results to standard output (also with --json), as git, dagster and graphrag do
-err_console = Console(stderr=True)
+err_console = _Errors()
 
 
 def _print_version(value: bool) -> None:
@@ -77,6 +132,17 @@ def _root(index: Path | None) -> Path:
     return index or _settings().data_root / "index"
 
 
+def _check_index(index: Path | None) -> None:
+    """A missing or broken index ends the command with one line before anything heavy is imported."""
+    from mmkg.index.manifest import current_version
+
+    try:
+        current_version(_root(index))
+    except (FileNotFoundError, ValueError) as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
 def _open(index: Path | None, version: str | None, encoder: bool = True):
     """The index (``encoder=False``: without loading the text/image model, for commands that read only tables)."""
     from mmkg.index import Index
@@ -126,6 +192,7 @@ def query(
     version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
 ) -> None:
     """Retrieve the chunks that answer a text, image, video and/or audio query, with the evidence selected."""
+    _check_index(index)
     from mmkg.retrieval import get_strategy
     from mmkg.retrieval.base import Query
 
@@ -247,6 +314,9 @@ def serve(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
 ) -> None:
     """Serve the index over HTTP: the REST API (OpenAPI at /docs) and the web page at /."""
+    _check_index(index)
+    if backend and backend != "extractive":
+        _check_backend(backend, model)
     import uvicorn
 
     from mmkg.api import ServeConfig, create_app
@@ -297,6 +367,20 @@ def _print_reading(result: Any) -> None:
         console.print(Text(f"  why: {reading['reason']}", style="dim"))
 
 
+def _check_backend(backend: str, model: str | None) -> None:
+    """The generation backend's name and model, checked without importing it (get_generator's rules)."""
+    backends = ("extractive", "openai", "llamacpp", "transformers")
+    if backend not in backends:
+        err_console.print(f"[red]error:[/] unknown backend {backend!r}; choose one of {list(backends)}")
+        raise typer.Exit(2)
+    if backend == "openai" and not (model or os.environ.get("MMKG_LLM_MODEL")):
+        err_console.print("[red]error:[/] the openai backend needs a model name: --model NAME or MMKG_LLM_MODEL")
+        raise typer.Exit(2)
+    if backend in ("llamacpp", "transformers") and not model:
+        err_console.print(f"[red]error:[/] the {backend} backend needs --model (a local path)")
+        raise typer.Exit(2)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
@@ -315,7 +399,7 @@ def ask(
     task: Annotated[
         str | None, typer.Option("--task", help="Prompt: qa, vqa, mkg_graph, mg2_reasoning, ... or a template file.")
     ] = None,
-    k: Annotated[int, typer.Option("--k", help="Chunks to retrieve.")] = 8,
+    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Chunks to retrieve.")] = 8,
     budget: Annotated[int, typer.Option("--budget", help="Tokens of evidence in the prompt.")] = 1500,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Longest answer, in tokens.")] = 512,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the openai backend.")] = 60.0,
@@ -324,6 +408,8 @@ def ask(
     index: IndexPath = None,
 ) -> None:
     """Answer a question from the index's evidence, with citations (document, page, picture region)."""
+    _check_backend(backend, model)  # before the imports below, which load torch (seconds)
+    _check_index(index)
     from mmkg.generation import GenerationError, answer, answer_stream, get_generator, load_template
     from mmkg.retrieval import get_strategy
 
@@ -425,12 +511,16 @@ def index_versions(index: IndexPath = None) -> None:
     from mmkg.index.manifest import CURRENT, current_version, list_versions
 
     root = _root(index)
+    versions = list_versions(root)
+    if not versions:
+        err_console.print(f"[red]error:[/] no published version under {root}")
+        raise typer.Exit(2)
     try:
         current = current_version(root)
     except (FileNotFoundError, ValueError) as exc:
         current = None
         console.print(f"[yellow]{CURRENT}:[/] {exc}")
-    for v in list_versions(root):
+    for v in versions:
         console.print(f"{'*' if v == current else ' '} {v}")
 
 
