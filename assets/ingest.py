@@ -6,9 +6,8 @@ from assets._metadata import OWNERS, counts, table_metadata
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.ingest import ingest_partition
+from mmkg.ingest.fingerprint import FINGERPRINT_KEY
 from resources import CorpusResource, StorageResource
-
-FINGERPRINT_KEY = "corpus_fingerprint"  # the re-index schedule compares it with the folder's current one
 
 
 def _media_table(media: list[dict]) -> str:

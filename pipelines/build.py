@@ -23,10 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from mmkg.atomic import write_bytes
-from mmkg.eval.memory import PeakMemory
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 from pipelines.progress import LOGGER_KEY, Listener, listening
@@ -102,6 +99,8 @@ def _published(data_root: Path) -> tuple[str, set[str]] | None:
 
 
 def _counts(data_root: Path, partitions: list[str]) -> tuple[int, int, int]:
+    import polars as pl
+
     docs = pages = chunks = 0
     for key in partitions:
         dpath = data_root / "tables" / "documents" / f"{key}.parquet"
@@ -161,7 +160,9 @@ def build_index(
     """
     from dagster import DagsterEventType
 
+    from mmkg.eval.memory import PeakMemory  # imports the index reader: not for dagster_instance's users
     from pipelines.definitions import defs
+    from pipelines.records import asset_keys
     from pipelines.resources import default_resources
 
     corpus_root, data_root = Path(corpus_root), Path(data_root)
@@ -183,6 +184,7 @@ def build_index(
         for rel in MODEL_CACHES:
             shutil.rmtree(data_root / rel, ignore_errors=True)
     instance = dagster_instance(data_root)
+    asset_keys(instance)  # cached in the instance's home for `mmkg index status` (pipelines.records)
     known = set(instance.get_dynamic_partitions("corpus"))
     if missing := [k for k in keys if k not in known]:
         instance.add_dynamic_partitions("corpus", missing)
@@ -193,7 +195,7 @@ def build_index(
     report = BuildReport(str(corpus_root), str(data_root), "", cold=cold)
     run_keys = keys
     if stale_only:
-        from pipelines.sensors import publish_check, stale_partitions
+        from pipelines.records import publish_check, stale_partitions
 
         stale = stale_partitions(instance, digest)
         run_keys = [k for k in keys if k in stale]

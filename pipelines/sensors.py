@@ -15,18 +15,11 @@ metadata, run status) plus the corpus folder; the helpers below are shared with 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
 from dagster import (
-    AssetKey,
-    AssetRecordsFilter,
-    DagsterEventType,
     DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
@@ -35,18 +28,23 @@ from dagster import (
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
-    load_assets_from_modules,
     sensor,
 )
 
-from assets.ingest import FINGERPRINT_KEY
 from assets.partitions import corpus_partitions
-from mmkg.index.manifest import CURRENT, Manifest, current_version
 from pipelines.jobs import partition_job, publish_job
+from pipelines.records import (  # noqa: F401 - re-exported: the sensors' helpers, shared with the schedule
+    DOCUMENTS,
+    RETRIEVAL_INDEX,
+    PublishCheck,
+    asset_keys,
+    latest_storage_ids,
+    publish_check,
+    recorded_fingerprints,
+    stale_partitions,
+)
 from resources import CorpusResource, StorageResource
 
-DOCUMENTS = AssetKey("documents")
-RETRIEVAL_INDEX = AssetKey("retrieval_index")
 ACTIVE = [
     DagsterRunStatus.QUEUED,
     DagsterRunStatus.NOT_STARTED,
@@ -57,75 +55,6 @@ ACTIVE = [
 SENSOR_INTERVAL_S = int(os.environ.get("MMKG_CORPUS_SENSOR_INTERVAL", "60"))
 REASON_TAG = "mmkg/reason"
 FINGERPRINT_TAG = "mmkg/fingerprint"
-
-
-@cache
-def asset_keys() -> tuple[tuple[AssetKey, ...], tuple[AssetKey, ...]]:
-    """(partitioned, global) asset keys of the index, from the same modules definitions.py loads.
-
-    Assets that only read the index (the ``generation`` group's answers) are not part of re-indexing.
-    """
-    from assets import ASSET_MODULES
-
-    partitioned: set[AssetKey] = set()
-    global_: set[AssetKey] = set()
-    for a in load_assets_from_modules(ASSET_MODULES):
-        keys = {k for k, g in a.group_names_by_key.items() if g != "generation"}  # type: ignore[union-attr]
-        (global_ if a.partitions_def is None else partitioned).update(keys)  # type: ignore[union-attr]
-    return tuple(sorted(partitioned, key=str)), tuple(sorted(global_, key=str))
-
-
-def latest_storage_ids(instance: DagsterInstance, key: AssetKey, partitions: Iterable[str]) -> dict[str, int]:
-    """Storage id of each partition's latest materialization of ``key`` (absent: never materialized)."""
-    wanted = set(partitions)
-    if not wanted:
-        return {}
-    ids = instance.get_latest_storage_id_by_partition(key, DagsterEventType.ASSET_MATERIALIZATION, wanted)
-    return {p: i for p, i in ids.items() if p in wanted}
-
-
-def recorded_fingerprints(instance: DagsterInstance, partitions: Iterable[str]) -> dict[str, str]:
-    """The corpus fingerprint each partition's latest ``documents`` materialization was read from."""
-    ids = latest_storage_ids(instance, DOCUMENTS, partitions)
-    if not ids:
-        return {}
-    records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=DOCUMENTS, storage_ids=list(ids.values())), limit=len(ids)
-    ).records
-    out: dict[str, str] = {}
-    for r in records:
-        mat = r.asset_materialization
-        if mat is not None and mat.partition and FINGERPRINT_KEY in mat.metadata:
-            out[mat.partition] = str(mat.metadata[FINGERPRINT_KEY].value)
-    return out
-
-
-def stale_partitions(instance: DagsterInstance, current: dict[str, str]) -> dict[str, str]:
-    """``{partition: reason}`` for partitions whose assets do not reflect the folder's current fingerprint.
-
-    Reasons: ``never indexed``, ``changed`` (recorded fingerprint differs), ``incomplete`` (some
-    partitioned asset has no materialization since the last ``documents`` one, e.g. a failed run).
-    """
-    keys = list(current)
-    recorded = recorded_fingerprints(instance, keys)
-    doc_ids = latest_storage_ids(instance, DOCUMENTS, keys)
-    partitioned, _ = asset_keys()
-    stale: dict[str, str] = {}
-    for p in keys:
-        if p not in doc_ids:
-            stale[p] = "never indexed"
-        elif recorded.get(p) != current[p]:
-            stale[p] = "changed"
-    rest = [p for p in keys if p not in stale]
-    for key in partitioned:
-        if not rest:
-            break
-        ids = latest_storage_ids(instance, key, rest)
-        for p in list(rest):
-            if ids.get(p, -1) < doc_ids[p]:
-                stale[p] = "incomplete"
-                rest.remove(p)
-    return dict(sorted(stale.items()))
 
 
 @dataclass(frozen=True)
@@ -150,34 +79,6 @@ def active_runs(instance: DagsterInstance) -> ActiveRuns:
         elif selection & global_ or run.job_name == publish_job.name:
             publishing = True
     return ActiveRuns(frozenset(parts), publishing)
-
-
-@dataclass(frozen=True)
-class PublishCheck:
-    needed: bool
-    reason: str
-    state: str  # identifies the partition state a publish would cover (used as a run key)
-
-
-def publish_check(instance: DagsterInstance, registered: list[str], index_root: Path) -> PublishCheck:
-    """Whether the published index is behind the registered partitions' materializations."""
-    partitioned, _ = asset_keys()
-    newest = max((max(latest_storage_ids(instance, k, registered).values(), default=0) for k in partitioned), default=0)
-    state = f"{newest}-{hashlib.blake2b('|'.join(sorted(registered)).encode(), digest_size=6).hexdigest()}"
-    if not registered:
-        return PublishCheck(False, "no registered partitions", state)
-    if newest == 0:
-        return PublishCheck(False, "no partition has been materialized yet", state)
-    last = instance.fetch_materializations(AssetRecordsFilter(asset_key=RETRIEVAL_INDEX), limit=1).records
-    if not last:
-        return PublishCheck(True, "the index was never published", state)
-    if newest > last[0].storage_id:
-        return PublishCheck(True, "partitions were materialized after the last publish", state)
-    if (index_root / CURRENT).exists():
-        published = Manifest.read(index_root / "versions" / current_version(index_root)).partitions
-        if gone := sorted(set(published) - set(registered)):
-            return PublishCheck(True, f"the index still holds removed partitions {gone}", state)
-    return PublishCheck(False, "the index is up to date", state)
 
 
 def _cursor(raw: str | None) -> dict[str, str] | None:

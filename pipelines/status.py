@@ -12,10 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetRecordsFilter
-
 from mmkg.index.manifest import CURRENT, Manifest, current_version
-from mmkg.ingest import list_partitions
+from mmkg.ingest.files import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 
 
@@ -29,8 +27,11 @@ def _published(index_root: Path) -> dict | None:
 
 def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
     """``{"partitions": [...], "published": {...} | None, "advice": str}`` for ``mmkg index status``."""
+    # Dagster's records only (pipelines.records): not the asset modules, which import spaCy, torch and LanceDB
+    from dagster import AssetRecordsFilter
+
     from pipelines.build import dagster_instance
-    from pipelines.sensors import DOCUMENTS, latest_storage_ids, publish_check, stale_partitions
+    from pipelines.records import DOCUMENTS, latest_storage_ids, publish_check, stale_partitions
 
     corpus_root, data_root = Path(corpus_root), Path(data_root)
     keys = list_partitions(corpus_root)

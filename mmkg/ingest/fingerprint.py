@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from mmkg.ingest.partition import list_partitions, partition_files
+from mmkg.ingest.files import list_partitions, partition_files
 
+#: the ``documents`` materialization's metadata key for the fingerprint it was read from
+FINGERPRINT_KEY = "corpus_fingerprint"
 Mode = Literal["content", "stat"]
 MODES: tuple[Mode, ...] = ("content", "stat")
 _BLOCK = 1 << 20

@@ -20,6 +20,7 @@ from mmkg import schemas
 from mmkg.ids import content_id
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
 from mmkg.ingest.budget import apply_text_budgets
+from mmkg.ingest.files import list_partitions, partition_files  # noqa: F401 - also imported from here
 from mmkg.ingest.images import ImageStore, decode_and_store
 from mmkg.ingest.media import MEDIA_EXT, SUBTITLE_EXT, read_media, sidecars
 from mmkg.ingest.pdf import read_pdf
@@ -51,22 +52,6 @@ class IngestResult:
     by_kind: dict[str, int] = field(default_factory=dict)
     media: list[dict] = field(default_factory=list)  # per media file: duration, frames, transcript source, seconds
     truncated: int = 0  # documents kept with a budget cut (their reasons are rows of stage "budget")
-
-
-def list_partitions(corpus_root: Path | str) -> list[str]:
-    """Partition keys: the visible sub-folders of the corpus root."""
-    root = Path(corpus_root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"corpus root {root} does not exist or is not a folder (set MMKG_CORPUS_ROOT)")
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-
-
-def partition_files(partition_dir: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in partition_dir.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(partition_dir).parts)
-    )
 
 
 class _Reader:

@@ -1,0 +1,22 @@
+"""Which folders are partitions and which files a partition holds: no readers imported (``mmkg index status``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def list_partitions(corpus_root: Path | str) -> list[str]:
+    """Partition keys: the visible sub-folders of the corpus root."""
+    root = Path(corpus_root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"corpus root {root} does not exist or is not a folder (set MMKG_CORPUS_ROOT)")
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def partition_files(partition_dir: Path) -> list[Path]:
+    """Every file under a partition folder, sorted, hidden files and folders left out."""
+    return sorted(
+        p
+        for p in partition_dir.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(partition_dir).parts)
+    )
