@@ -7,6 +7,7 @@ their birthplaces), so each one has a known answer one or two hops away; none is
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import ArtCorpus
@@ -235,3 +236,66 @@ def test_answers_are_scored_by_the_benchmark_rules_within_the_question_document(
     assert report.summary["reader"]["accuracy_answerable"] == 1.0
     assert set(report.by_type["reader"]) >= {"format Int", "format None", "date"}
     assert "0.20" in report.thresholds and report.thresholds["0.00"]["accuracy_answerable"] == 1.0
+
+
+def _pages(*pages: tuple[str, str]) -> list:
+    """Evidence items as retrieval would number them: one per (title, text) page, in rank order."""
+    from mmkg.generation.base import Evidence
+
+    return [Evidence(i, "chunk", text, f"c{i}", f"d{i}", title, f"{title}.md") for i, (title, text) in
+            enumerate(pages, 1)]  # fmt: skip
+
+
+def test_where_asks_for_the_most_specific_place_the_text_gives():
+    ev = _pages(("Lars Berg", "Lars Berg (1871–1944) was a Swedish engraver. He was born in Lund, Skåne, Sweden, "
+                 "and moved to Sweden's capital as a young man."))  # fmt: skip
+    q = analyze("Where was Lars Berg born?")
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    assert ans.text == "Lund", ans.candidates
+    by_text = {c.text: c.features.get("inner") for c in ans.candidates}
+    assert by_text["Lund"] == 1.0 and by_text.get("Sweden", -1.0) <= 0.0  # the town, not its country
+
+
+def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
+    ev = _pages(
+        ("The Grey Tower", "The Grey Tower is a 1931 silent film directed by Ulla Vik. It was shot in Aarhus."),
+        ("Ulla Vik", "Ulla Vik (1890–1950) was a Danish film director and screenwriter. She was born in Odense, "
+                     "Denmark, and died in Copenhagen."),
+        ("Aarhus", "Aarhus is the second-largest city in Denmark."),
+    )  # fmt: skip
+    q = analyze("Where was the director of film The Grey Tower born?")
+    assert q.bridge == "director" and q.hops == 2 and q.bridge_kind == "film"
+    reader = Reader(min_confidence=0.0)
+    assert reader.bridge_name(q, None, ev) == "Ulla Vik"
+    ans = reader.read(q, None, ev)
+    assert ans.text == "Odense", (ans.reason, ans.candidates)
+    assert "Ulla Vik" in ans.reason and {s.label for s in ans.support} == {1, 2}  # the bridge's sentence is cited
+
+
+def test_a_name_is_answered_as_the_title_of_its_own_page():
+    ev = _pages(
+        ("Brook Abbey", "Brook Abbey was founded in 1140 by John of Alder on land given by the crown."),
+        ("John of Alder, Lord of Brook", "John of Alder, Lord of Brook was an English nobleman."),
+    )  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(analyze("Who founded Brook Abbey?"), None, ev)
+    assert ans.text == "John of Alder, Lord of Brook", ans.candidates
+    # two pages that could be meant: the name stays as the sentence writes it
+    ev.append(_pages(("x", "x"), ("John of Alder (bishop)", "John of Alder was a bishop."))[1])
+    ev[-1] = replace(ev[-1], title="John of Alder the Younger")
+    assert Reader(min_confidence=0.0).read(analyze("Who founded Brook Abbey?"), None, ev).text == "John of Alder"
+
+
+def test_alternatives_joined_by_and_after_out_of():
+    q = analyze("Who was born first out of Ada Lovelace and Mary Somerville?")
+    assert q.answer_type == "choice" and q.options == ("Ada Lovelace", "Mary Somerville") and q.order == "min"
+    assert analyze("What is the distance between Lund and Malmo?").options == ()  # nothing is ordered
+
+
+def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index):
+    # k=1 retrieves the painting's page only; the painter's page comes from the bridge's own retrieval
+    q = "Where was the painter of The Blue Harbour born?"
+    first = art_index.retrieve(text=q, k=1)
+    assert [c.title for c in first.chunks] == ["The Blue Harbour"]
+    a = answer(art_index, q, ExtractiveGenerator(), k=1)
+    assert a.short_answer == "Uppsala", a.reading["reason"]
+    assert any("bridge 'Margit Holm' retrieved" in n for n in a.notes), a.notes

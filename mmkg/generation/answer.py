@@ -189,6 +189,8 @@ def retrieve(
     analysis = analyze(question)
     result.timings_ms["question"] = round((time.perf_counter() - t0) * 1e3, 2)  # the parse, counted with reading
     things = analysis.options or (analysis.entities[:2] if analysis.answer_type == "yes_no" and analysis.same else ())
+    if per_option >= 1 and not things and analysis.bridge and analysis.hops == 2:
+        return _second_hop(index, result, analysis, per_option, strategy, filters, params)
     if not things or per_option < 1:
         return result
     t0 = time.perf_counter()
@@ -208,6 +210,35 @@ def retrieve(
     result.chunks = merged
     result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
     result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)")
+    return result
+
+
+def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: int, strategy: str | None,
+                filters: dict | None, params: dict[str, Any]) -> RetrievalResult:  # fmt: skip
+    """A two-hop question ("Where was the director of film X born?") whose bridge person's own page was not
+    retrieved: read the bridge off the evidence (the reader's first hop), retrieve its page with the words of
+    the second hop, and place those chunks right after the question's first two (the named thing's page), so
+    the answer's page is in the context. One more retrieval, only when the bridge's page is missing."""
+    t0 = time.perf_counter()
+    reader = Reader()
+    bridge = reader.bridge_name(analysis, result, build_context(result).evidence)
+    titles = {c.title.casefold() for c in result.chunks if c.title}
+    if not bridge or any(t == bridge.casefold() or t.startswith(bridge.casefold() + " (") for t in titles):
+        return result
+    words = [w for w in analysis.relation_words if w.lower() not in (analysis.bridge, analysis.bridge_kind)]
+    hits = index.retrieve(text=" ".join([bridge, *words]), k=per_option, strategy=strategy, filters=filters,
+                          **params).chunks  # fmt: skip
+    seen: set[str] = set()
+    merged = []
+    for c in [*result.chunks[:2], *hits, *result.chunks[2:]]:
+        if c.chunk_id not in seen:
+            seen.add(c.chunk_id)
+            merged.append(c)
+    for rank, c in enumerate(merged, 1):
+        c.rank = rank
+    result.chunks = merged
+    result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
+    result.notes.append(f"the bridge {bridge!r} retrieved on its own ({per_option} chunks)")
     return result
 
 

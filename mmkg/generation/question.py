@@ -93,10 +93,14 @@ _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+_OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
 _ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in (?:thousands|millions|"
                           r"billions|percentage|percent)|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
                           re.IGNORECASE)  # fmt: skip
 _LIST_VERBS = frozenset({"list", "enumerate", "name"})
+# focus nouns that only say what kind of value is wanted ("the *place* of birth", "the *date* of death"): the
+# evidence states the relation ("born in", "died on") and never the type noun, so they are no relation words
+_TYPE_ONLY = frozenset({"place", "date", "year", "day", "time", "location"})
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class QuestionAnalysis:
     alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
     # "death"); any of them counts as one relation word
     bridge: str = ""  # the person noun between the named thing and the answer ("director" of film X), if any
+    bridge_kind: str = ""  # the kind word of the named thing in the bridge phrase ("film" in "the director of film X")
     hops: int = 1  # 2: the answer is on the bridge's own page ("Where was the director of film X born?")
     notes: list[str] = field(default_factory=list, compare=False)
 
@@ -157,7 +162,8 @@ _COMPOSED_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _COMPOSED), ke
 
 # The same event said with another word class: "date of death" is stated as "died", "place of birth" as "born".
 _DERIVED = {
-    "death": "died die dies", "die": "death", "birth": "born", "born": "birth", "burial": "buried", "bury": "burial",
+    "death": "died die dies", "die": "death died dies", "birth": "born", "born": "birth",
+    "birthday": "born birth", "burial": "buried", "bury": "burial",
     "marriage": "married", "marry": "marriage", "founder": "founded", "found": "founder",
     "education": "educated studied", "study": "studied educated graduated", "work": "worked employed",
     "release": "released", "publication": "published",
@@ -213,6 +219,12 @@ def _options(text: str) -> tuple[str, ...]:
     """The alternatives of "..., A or B?" (also "A, B or C"), as written."""
     body = text.strip().rstrip("?").strip()
     if not _OR.search(body):
+        # "Who was born first out of A and B?", "Which came out later between A and B?": alternatives joined
+        # by "and" after "out of" / "between", when the question orders something
+        m = _OUT_OF.search(body)
+        words = set(re.findall(r"[a-z]+", body.lower()))
+        if m and words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER):
+            return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), m.group(2)))
         return ()
     # the alternatives follow the last comma or colon before the first " or "
     head = _OR.split(body, maxsplit=1)[0]
@@ -382,6 +394,7 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         and t.lower_ not in skip and not (order and t.lower_ in _MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER)
         and len(t.text) > 1
         and t.lower_ not in _LIGHT_NOUNS
+        and not (t.lemma_.lower() == focus and focus in _TYPE_ONLY)
     ]  # fmt: skip
     if any(w in _OLDER or w in _YOUNGER for w in lower) and order:
         rel_words.append("born")  # age orders birth dates
@@ -389,7 +402,7 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
     relation = tuple(dict.fromkeys(stem(w) for w in rel_words))
     if atype == "choice" and not value_type and order:
         value_type = "date"
-    bridge, hops = _bridge(doc, named, atype) if atype not in ("choice", "yes_no") else ("", 1)
+    bridge, hops, kind = _bridge(doc, named, atype) if atype not in ("choice", "yes_no") else ("", 1, "")
     if atype in ("choice", "yes_no") and (order or same):
         # "Which film has the director who was born first, A or B?": compare the directors, not the films
         person = next((t.lemma_.lower() for t in tokens if t.pos_ == "NOUN" and t.i not in named_tokens
@@ -404,12 +417,14 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
         alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
-        same=same, count=count, unit=unit, bridge=bridge, hops=hops,
+        same=same, count=count, unit=unit, bridge=bridge, hops=hops, bridge_kind=kind,
     )  # fmt: skip
 
 
-def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int]:
-    """The person noun that links the named thing to the answer, and whether the answer lies one hop past it.
+def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int, str]:
+    """The person noun that links the named thing to the answer, whether the answer lies one hop past it,
+    and the named thing's kind word in the phrase ("film" in "the director of film X"), which describes the
+    first hop and says nothing on the bridge's own page.
 
     "the director of film X" and "X's father" make "director" / "father" the bridge: the person the named
     thing's page names. The answer is that person ("Who is X's father?", one hop) unless the question asks
@@ -425,12 +440,13 @@ def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int]:
         if at < 0:
             continue
         found = None
-        m = re.search(r"(\w+) of (?:the )?(?:[a-z]+ )?$", text[:at])
+        m = re.search(r"(\w+) of (?:the )?(?:([a-z]+) )?$", text[:at])
+        kind = ""
         if m:
-            found = (m.start(1), m.group(1))
+            found, kind = (m.start(1), m.group(1)), m.group(2) or ""
         m2 = re.match(r"(?:'s|’s|')\s+(?:[a-z]+-)?(\w+)", text[at + len(name) :])
         if m2:
-            found = (at + len(name) + m2.start(1), m2.group(1))
+            found, kind = (at + len(name) + m2.start(1), m2.group(1)), ""
         if found is None:
             continue
         pos, word = found
@@ -440,8 +456,8 @@ def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int]:
         # another person noun governing this one ("the child of the director of ...") makes a second hop
         outer = re.search(r"(\w+) of (?:the )?$", text[: m.start(1)]) if m and found[0] == m.start(1) else None
         second = outer is not None and _noun_type(lemma.get(outer.start(1), outer.group(1).lower())) == "person"
-        return noun, 2 if (atype != "person" or second) else 1
-    return "", 1
+        return noun, 2 if (atype != "person" or second) else 1, kind
+    return "", 1, ""
 
 
 def _focus(doc: Any, wh_tok: Any) -> str:

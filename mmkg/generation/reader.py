@@ -42,7 +42,7 @@ from typing import Any
 
 from mmkg.generation.base import Evidence
 from mmkg.generation.extractive import STOPWORDS
-from mmkg.generation.question import QuestionAnalysis, kin_words, labels_for, stem
+from mmkg.generation.question import _NATIONALITY, QuestionAnalysis, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
@@ -50,7 +50,8 @@ NOT_ANSWERABLE = "Not answerable"
 #: MMLongBench-Doc dev accuracy, 0.300 at 0.20 and 0.25 (0.238 at 0, 0.287 at 0.60); the lower one answers more
 #: (benchmarks/RESULTS.md, "Short answers without a language model")
 MIN_CONFIDENCE = 0.20
-WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4}
+WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
+           "inner": 0.4}
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
@@ -429,6 +430,8 @@ class Reader:
         for s in pool:
             for text, label, a, b in self._spans(q, s, labels, value_type):
                 f = self._features(q, s, a, b, bridges, relations)
+                if value_type == "place" and q.focus not in _NATIONALITY:
+                    f["inner"] = _inner_place(s.text, a, b)
                 score = sum(self.weights[k] * v for k, v in f.items())
                 if value_type == "place" and label == "ORG":
                     score *= ORG_AS_PLACE  # an institution answers "where" less often than a place does
@@ -504,14 +507,43 @@ class Reader:
             return []
         sub = replace(q, answer_type="person", value_type="person", relation=(stem(q.bridge),), focus="",
                       alternates=tuple(stem(w) for w in kin_words(q.bridge)))  # fmt: skip
-        titles = {normalize(s.title) for s in sentences if s.title}
-        cands = self.candidates(sub, own, "person", result)
-        out = []
+        titles = {normalize(bare_title(s.title)) for s in sentences if s.title}
+        cands = self.candidates(sub, own, "person", result) + self._title_spans(sub, own, sentences, result)
+        out: dict[str, Candidate] = {}
         for c in cands:
             page = 1.0 if normalize(c.text) in titles else 0.0
-            out.append(replace(c, score=c.score + BRIDGE_PAGE * page, features={**c.features, "page": page}))
-        out.sort(key=lambda c: -c.score)
+            c = replace(c, score=c.score + BRIDGE_PAGE * page, features={**c.features, "page": page})
+            key = normalize(c.text)
+            if key not in out or c.score > out[key].score:
+                out[key] = c
+        return sorted(out.values(), key=lambda c: -c.score)
+
+    def _title_spans(self, q: QuestionAnalysis, own: Sequence[_Sentence], sentences: Sequence[_Sentence],
+                     result: RetrievalResult | None) -> list[Candidate]:  # fmt: skip
+        """Pages of the evidence that the question's own sentences name ("directed by Tinnu Anand", with Tinnu
+        Anand's page retrieved): bridge candidates whatever label NER gave the name, or none."""
+        names = {bare_title(s.title) for s in sentences if s.title}
+        names = {n for n in names if len(n) > 2 and not any(_contains(n, e) or _contains(e, n) for e in q.entities)}
+        relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
+                     for r in (result.relations if result is not None else [])]  # fmt: skip
+        bridges = self._bridge_titles(q, sentences)
+        out = []
+        for s in own:
+            for name in names:
+                at = s.text.find(name)
+                if at < 0:
+                    continue
+                f = self._features(q, s, at, at + len(name), bridges, relations)
+                score = sum(self.weights[k] * v for k, v in f.items())
+                out.append(Candidate(name, "TITLE", score, s.label, s.text, at, at + len(name), f))
         return out
+
+    def bridge_name(self, q: QuestionAnalysis, result: RetrievalResult | None, evidence: Sequence[Evidence]) -> str:
+        """The bridge person of a two-hop question as the evidence names it ("" when none is read)."""
+        if not q.bridge:
+            return ""
+        bridges = self._bridges(q, self._sentences(q, evidence), result)
+        return bridges[0].text if bridges else ""
 
     def _two_hops(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None,
                   vtype: str) -> tuple[list[Candidate], Candidate | None]:  # fmt: skip
@@ -519,10 +551,14 @@ class Reader:
         leads to (the director's birthplace, the director's father)."""
         bridges = self._bridges(q, sentences, result)[:2]
         best: list[tuple[float, Candidate, Candidate]] = []
-        rel = tuple(r for r in q.relation if r != stem(q.bridge))
+        first_hop = {stem(q.bridge), stem(q.bridge_kind)} if q.bridge_kind else {stem(q.bridge)}
+        rel = tuple(r for r in q.relation if r not in first_hop)
         for b in bridges:
             name = b.text
-            pool = [replace(s, about=1.0) for s in sentences if s.about < 1.0 and _names(s, name)]
+            # the bridge's own page (its sentences say "He was born in ..." and may name the question's thing
+            # too), and other sentences that name the bridge without being about the question's thing
+            pool = [replace(s, about=1.0) for s in sentences
+                    if _on_page(s, name) or (s.about < 1.0 and _contains(s.text, name))]  # fmt: skip
             if not pool:
                 continue
             sub = replace(q, entities=(name, *q.entities), relation=rel)
@@ -557,6 +593,8 @@ class Reader:
         text = top.text
         if vtype == "number":
             text = _clean_number(text, q)
+        elif vtype in ("person", "organization", "place"):
+            text = _full_name(text, sentences)
         conf = self._confidence(cands)
         why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
         support = [Support(top.evidence, top.sentence, top.start, top.end)]
@@ -715,6 +753,32 @@ def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
 
 
+_QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
+_QUALIFIER = re.compile(r"\b[A-Z][\w.'’-]*,\s*$")
+
+
+def _inner_place(text: str, a: int, b: int) -> float:
+    """Where a place sits in a "Town, Region, Country" run: 1 for the innermost (the town, qualified by what
+    follows it), -1 for a container that qualifies the place before it, 0 for a place standing alone. "Where"
+    asks for the most specific place the text gives."""
+    if _QUALIFIER.search(text[:a]):
+        return -1.0
+    return 1.0 if _QUALIFIED.match(text[b:]) else 0.0
+
+
+def _full_name(text: str, sentences: Sequence[_Sentence]) -> str:
+    """A name as the corpus's own page about it writes it: "John of Luxembourg" is answered as "John of
+    Luxembourg, Lord of Beauvoir" when a page of the evidence has that title (its qualifier in parentheses
+    dropped). Only a title that opens with the whole name counts, and only one: two such pages leave the
+    name as the text wrote it."""
+    key = normalize(text)
+    if not key:
+        return text
+    full = {bare_title(s.title) for s in sentences if s.title}
+    hits = [t for t in full if normalize(t).startswith(key + " ") and t[len(text):len(text) + 1] in (",", " ")]
+    return hits[0] if len(hits) == 1 else text
+
+
 def _follow(before: _Sentence, after: _Sentence) -> None:
     """Link two sentences that are read one after the other."""
     before.next = after.text
@@ -728,6 +792,16 @@ def _valid(c: Candidate, vtype: str) -> bool:
     if vtype == "number":
         return _number_value(c.text) is not None
     return True
+
+
+def bare_title(title: str) -> str:
+    """A page title without its parenthesized qualifier: "James Young (director)" -> "James Young"."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+
+
+def _on_page(s: _Sentence, name: str) -> bool:
+    """Whether a sentence is on the page of ``name`` (its title, without a qualifier, is the name)."""
+    return bool(s.title) and normalize(bare_title(s.title)) == normalize(name)
 
 
 def _names(s: _Sentence, name: str) -> bool:
