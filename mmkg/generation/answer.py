@@ -98,7 +98,9 @@ def prepare(
     analysis = analyze(question)
     reading = Reader().read(analysis, result, ctx.evidence)
     # the question's parse, when ``retrieve`` did it first (the analysis is cached), counts here too
-    reading.latency_ms = round((time.perf_counter() - t0) * 1e3 + result.timings_ms.get("question", 0.0), 2)
+    # (and the bridge's reading of a two-hop question, done there to retrieve the bridge's page)
+    reading.latency_ms = round((time.perf_counter() - t0) * 1e3 + result.timings_ms.get("question", 0.0)
+                               + result.timings_ms.get("bridge", 0.0), 2)  # fmt: skip
     system, user = template.render(
         question=question, context=ctx.text or "(no evidence was retrieved)", graph=ctx.graph or "(none)",
         triples=ctx.triples or "(none)", image_note=note, hints=hints(reading),
@@ -220,12 +222,13 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
     the second hop, and place those chunks right after the question's first two (the named thing's page), so
     the answer's page is in the context. One more retrieval, only when the bridge's page is missing."""
     t0 = time.perf_counter()
-    reader = Reader()
-    bridge = reader.bridge_name(analysis, result, build_context(result).evidence)
+    bridge = Reader().bridge_name(analysis, result, build_context(result).evidence)
+    result.timings_ms["bridge"] = round((time.perf_counter() - t0) * 1e3, 2)  # reading: counted with the reader
     titles = {c.title.casefold() for c in result.chunks if c.title}
     if not bridge or any(t == bridge.casefold() or t.startswith(bridge.casefold() + " (") for t in titles):
         return result
     words = [w for w in analysis.relation_words if w.lower() not in (analysis.bridge, analysis.bridge_kind)]
+    t0 = time.perf_counter()
     hits = index.retrieve(text=" ".join([bridge, *words]), k=per_option, strategy=strategy, filters=filters,
                           **params).chunks  # fmt: skip
     seen: set[str] = set()
