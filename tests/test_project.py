@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,20 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     info = run(project, "index", "info", "--json", "--index", str(project / ".mmkg" / "index"),
                env={"MMKG_DATA_ROOT": str(other)})  # fmt: skip
     assert json.loads(info.stdout)["partitions"] == ["notes", "space"]
+
+    # a folder removed: update deletes its dynamic partition (the UI lists it no more) and publishes without it
+    shutil.rmtree(project / "corpus" / "notes")
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "removed", "space": "indexed"}
+    run(project, "index", "update")
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        assert instance.get_dynamic_partitions("corpus") == ["space"]
+    assert json.loads(run(project, "index", "info", "--json").stdout)["partitions"] == ["space"]
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert [(r["partition"], r["state"]) for r in status["partitions"]] == [("space", "indexed")]
+    assert "up to date" in run(project, "index", "update").stdout
 
 
 def _graphql(url: str, query: str) -> dict:
