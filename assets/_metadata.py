@@ -5,21 +5,59 @@ from __future__ import annotations
 import polars as pl
 from dagster import MetadataValue, TableColumn, TableSchema
 
+from mmkg import schemas
+
+#: the most columns a preview shows, and the most characters of one cell: the asset page shows the
+#: table inline, beside the other metadata, so a wider one wraps or scrolls out of sight
+PREVIEW_COLUMNS = 6
+PREVIEW_WIDTH = 40
+
+
+def rounded(value: float, digits: int = 4) -> float:
+    """``value`` without float32 noise (0.9824000000953674 -> 0.9824): ``digits`` decimals, or as
+    many significant digits below 1 (0.000123456 -> 0.0001235)."""
+    if value != value or abs(value) == float("inf") or value == 0:
+        return value
+    if abs(value) >= 1:
+        return round(value, digits)
+    return float(f"{value:.{digits}g}")
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(rounded(value))
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
 
 def _cell(value: object, width: int) -> str:
-    s = "" if value is None else str(value)
-    s = s.replace("\n", " ").replace("|", "\\|")
+    s = _text(value).replace("\n", " ").replace("|", "\\|")
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def preview(df: pl.DataFrame, columns: list[str] | None = None, n: int = 5, width: int = 60) -> MetadataValue:
-    """Markdown table of the first ``n`` rows (long cells cut), shown inline in the asset page."""
+def preview(
+    df: pl.DataFrame, columns: list[str] | None = None, n: int = 5, width: int = PREVIEW_WIDTH
+) -> MetadataValue:
+    """Markdown table of the first ``n`` rows, shown inline in the asset page: at most
+    ``PREVIEW_COLUMNS`` columns (the others named below it), floats rounded, long cells cut."""
     cols = [c for c in (columns or df.columns) if c in df.columns]
+    hidden = cols[PREVIEW_COLUMNS:] if columns is None else []
+    cols = cols[:PREVIEW_COLUMNS]
     head = df.select(cols).head(n)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     lines += ["| " + " | ".join(_cell(v, width) for v in row) + " |" for row in head.iter_rows()]
+    notes = []
     if df.height > n:
-        lines.append(f"\n_{df.height - n:,} more rows_")
+        notes.append(f"{df.height - n:,} more rows")
+    if hidden:
+        notes.append(f"{len(hidden)} more columns: {', '.join(hidden)}")
+    if notes:
+        lines.append("\n_" + "; ".join(notes) + "_")
     return MetadataValue.md("\n".join(lines))
 
 
@@ -31,23 +69,34 @@ def counts(df: pl.DataFrame, column: str, n: int = 10) -> MetadataValue:
     return preview(top.rename({"len": "rows"}), n=n)
 
 
-def column_schema(df: pl.DataFrame) -> TableSchema:
-    """The table's columns and Polars dtypes, for the asset page's Columns tab."""
-    return TableSchema(columns=[TableColumn(name, str(dtype)) for name, dtype in df.schema.items()])
+def column_schema(df: pl.DataFrame, table: str | None = None, extra: dict[str, str] | None = None) -> TableSchema:
+    """The table's columns and Polars dtypes, with what each means (``mmkg.schemas.DESCRIPTIONS[table]``,
+    then ``extra``): the asset page's Columns tab."""
+    described = {**schemas.DESCRIPTIONS.get(table or "", {}), **(extra or {})}
+    return TableSchema(
+        columns=[TableColumn(name, str(dtype), description=described.get(name)) for name, dtype in df.schema.items()]
+    )
 
 
-def table_metadata(df: pl.DataFrame, columns: list[str] | None = None, seconds: float | None = None) -> dict:
-    """Row count, column schema, preview and (when timed) seconds: what every table asset reports.
+def table_metadata(
+    df: pl.DataFrame,
+    columns: list[str] | None = None,
+    seconds: float | None = None,
+    *,
+    table: str,
+    shown: pl.DataFrame | None = None,
+) -> dict[str, MetadataValue]:
+    """Row count, described column schema, preview and (when timed) seconds: what every table asset reports.
 
     ``dagster/row_count`` and ``dagster/column_schema`` are Dagster's standard keys: the UI plots the
-    row count over materializations and lists the columns with their types. ``row_count`` stays for
-    readers of older runs' metadata.
+    row count over materializations and lists the columns with their types and descriptions. The
+    row count is ``df``'s, the table written; ``shown`` (default ``df``) is what the preview shows,
+    e.g. the linked rows first.
     """
-    meta: dict = {
+    meta: dict[str, MetadataValue] = {
         "dagster/row_count": MetadataValue.int(df.height),
-        "dagster/column_schema": MetadataValue.table_schema(column_schema(df)),
-        "row_count": MetadataValue.int(df.height),
-        "preview": preview(df, columns),
+        "dagster/column_schema": MetadataValue.table_schema(column_schema(df, table)),
+        "preview": preview(df if shown is None else shown, columns),
     }
     if seconds is not None:
         meta["seconds"] = MetadataValue.float(round(seconds, 3))

@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Out
 from assets._metadata import OWNERS, column_schema
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
+from mmkg import schemas
 from mmkg.embedding import VectorCache, embed_all
 from mmkg.index.units import VECTOR_ASSET
 from resources import StorageResource
@@ -82,8 +83,9 @@ def embed(
             output_name=name,
             metadata={
                 "dagster/row_count": e.frame.height,
-                "dagster/column_schema": MetadataValue.table_schema(column_schema(e.frame)),
-                "row_count": e.frame.height,
+                "dagster/column_schema": MetadataValue.table_schema(
+                    column_schema(e.frame, gran, schemas.VECTOR_DESCRIPTIONS)
+                ),
                 "encoder": enc.info.id(),
                 "dimension": enc.info.dim,
                 "seconds": MetadataValue.float(round(e.seconds, 3)),

@@ -5,7 +5,7 @@ import time
 import polars as pl
 from dagster import AssetExecutionContext, AssetIn, AssetOut, MetadataValue, Output, multi_asset
 
-from assets._metadata import OWNERS, table_metadata
+from assets._metadata import OWNERS, rounded, table_metadata
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.nodes import incidence_matrices, multimodal_nodes
@@ -53,7 +53,11 @@ def build_nodes(
         output_name="multimodal_nodes",
         metadata={
             **table_metadata(
-                mm if mm.height else nodes, ["name", "label", "n_sentences", "n_objects", "backends"], seconds
+                nodes,
+                ["name", "label", "n_sentences", "n_objects", "backends"],
+                seconds,
+                table="multimodal_nodes",
+                shown=mm if mm.height else nodes,
             ),
             "multimodal": mm.height,
         },
@@ -66,6 +70,6 @@ def build_nodes(
             "nodes": len(nodes),
             "sentences_with_nodes": int((smi.matrix.sum(axis=1) > 0).sum()),
             "objects": omi.shape[0],
-            "density_m_smi": MetadataValue.float(smi.matrix.nnz / max(1, smi.shape[0] * smi.shape[1])),
+            "density_m_smi": MetadataValue.float(rounded(smi.matrix.nnz / max(1, smi.shape[0] * smi.shape[1]))),
         },
     )

@@ -18,7 +18,7 @@ from dagster import (
     asset,
 )
 
-from assets._metadata import OWNERS, degree_plot, preview
+from assets._metadata import OWNERS, degree_plot, preview, rounded
 from assets.checks import failed_blocking_checks
 from assets.partitions import corpus_partitions
 from mmkg import validation
@@ -57,7 +57,7 @@ def graph(
         metadata={
             **{k: int(v) for k, v in g.counts().items()},
             "isolated_nodes": int((degree == 0).sum()),
-            "mean_degree": MetadataValue.float(float(degree.mean()) if len(degree) else 0.0),
+            "mean_degree": MetadataValue.float(rounded(float(degree.mean())) if len(degree) else 0.0),
             "top_entities_by_degree": preview(hubs, ["key", "degree"], n=10),
             "degree_distribution": degree_plot(degree, g.nodes["kind"].to_numpy()),
         },

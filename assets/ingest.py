@@ -68,7 +68,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         docs,
         output_name="documents",
         metadata={
-            **table_metadata(docs, ["title", "kind", "source_path", "n_pages"], result.seconds),
+            **table_metadata(docs, ["title", "kind", "source_path", "n_pages"], result.seconds, table="documents"),
             "files_read": result.n_files,
             FINGERPRINT_KEY: fingerprint,
             "by_kind": MetadataValue.json(result.by_kind),
@@ -90,7 +90,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         images,
         output_name="images",
         metadata={
-            **table_metadata(images, ["image_id", "role", "source", "width", "height", "format"]),
+            **table_metadata(images, ["image_id", "role", "source", "width", "height", "format"], table="images"),
             "by_role": counts(images, "role"),
             "megapixels": round(float((images["width"].cast(int) * images["height"].cast(int)).sum() or 0) / 1e6, 2),
         },
@@ -99,7 +99,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         rejected,
         output_name="rejected_files",
         metadata={
-            **table_metadata(rejected, ["source_path", "record_key", "stage", "reason"]),
+            **table_metadata(rejected, ["source_path", "record_key", "stage", "reason"], table="rejected_files"),
             "rejected": rejected.height,
             "by_stage": counts(rejected, "stage"),
         },

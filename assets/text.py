@@ -63,7 +63,7 @@ def chunks(
         pages,
         output_name="page_text",
         metadata={
-            **table_metadata(pages, ["page", "n_lines", "mean_score", "text"], ocr_seconds),
+            **table_metadata(pages, ["page", "n_lines", "mean_score", "text"], ocr_seconds, table="page_text"),
             **ocr_stats,
         },
     )
@@ -74,7 +74,9 @@ def chunks(
         out,
         output_name="chunks",
         metadata={
-            **table_metadata(out, ["chunk_index", "page", "n_tokens", "text", "image_ids"], time.perf_counter() - t0),
+            **table_metadata(
+                out, ["chunk_index", "page", "n_tokens", "text", "image_ids"], time.perf_counter() - t0, table="chunks"
+            ),
             "documents_chunked": out["doc_id"].n_unique(),
             "mean_tokens": round(float(tokens.mean() or 0), 1),
             "max_tokens": int(tokens.max() or 0),
@@ -144,7 +146,7 @@ def parse(
         result.sentences,
         output_name="sentences",
         metadata={
-            **table_metadata(result.sentences, ["sent_index", "text"], result.seconds),
+            **table_metadata(result.sentences, ["sent_index", "text"], result.seconds, table="sentences"),
             "chunks_per_second": round(rate, 1),
             "spacy_model": spacy.model,
             "chunks_reused_from_cache": result.reused,
@@ -155,7 +157,7 @@ def parse(
         mentions,
         output_name="entity_mentions",
         metadata={
-            **table_metadata(mentions, ["text", "label", "entity_key", "source"]),
+            **table_metadata(mentions, ["text", "label", "entity_key", "source"], table="entity_mentions"),
             "by_label": counts(mentions, "label", 20),
         },
     )
@@ -164,7 +166,7 @@ def parse(
         rels,
         output_name="relations",
         metadata={
-            **table_metadata(rels, ["subject", "predicate", "object", "rule"]),
+            **table_metadata(rels, ["subject", "predicate", "object", "rule"], table="relations"),
             "by_rule": counts(rels, "rule"),
             "top_predicates": counts(rels, "predicate"),
         },
@@ -207,9 +209,11 @@ def entities(
         output_name="entities",
         metadata={
             **table_metadata(
-                out.sort("n_mentions", descending=True),
+                out,
                 ["name", "label", "n_mentions", "n_docs"],
                 time.perf_counter() - t0,
+                table="entities",
+                shown=out.sort("n_mentions", descending=True),
             ),
             "relational": int(out["relational"].sum()),
             "by_label": counts(out, "label", 20),
@@ -224,8 +228,8 @@ def entities(
         output_name="document_entities",
         metadata={
             **table_metadata(
-                units.sort("n_mentions", descending=True), ["name", "label", "n_mentions", "context"],
-                time.perf_counter() - t1,
+                units, ["name", "label", "n_mentions", "context"], time.perf_counter() - t1,
+                table="document_entities", shown=units.sort("n_mentions", descending=True),
             ),
             "documents": units["doc_id"].n_unique(),
             "mean_entities_per_document": MetadataValue.float(round(float(per_doc.mean() or 0.0), 2)),
@@ -250,9 +254,11 @@ def entity_catalog(context: AssetExecutionContext, entity_mentions: pl.DataFrame
         out,
         metadata={
             **table_metadata(
-                out.sort("n_mentions", descending=True),
+                out,
                 ["name", "label", "n_mentions", "partitions"],
                 time.perf_counter() - t0,
+                table="entity_catalog",
+                shown=out.sort("n_mentions", descending=True),
             ),
             "partitions": entity_mentions["partition"].n_unique(),
             "cross_partition_entities": shared.height,

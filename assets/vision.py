@@ -140,7 +140,7 @@ def ground_images(
         image_text,
         output_name="image_text",
         metadata={
-            **table_metadata(image_text, ["text", "score", "image_id"], ocr_seconds),
+            **table_metadata(image_text, ["text", "score", "image_id"], ocr_seconds, table="image_text"),
             "images_read": len(tasks),
             "images_with_text": image_text["image_id"].n_unique(),
             "images_per_second": round(len(tasks) / ocr_seconds, 2) if ocr_seconds else 0.0,
@@ -150,7 +150,9 @@ def ground_images(
         objects,
         output_name="objects",
         metadata={
-            **table_metadata(objects, ["entity_name", "backend", "label", "score", "image_id"], ground_seconds),
+            **table_metadata(
+                objects, ["entity_name", "backend", "label", "score", "image_id"], ground_seconds, table="objects"
+            ),
             "by_backend": counts(objects, "backend"),
             "by_entity_label": MetadataValue.json(dict(by_label.most_common())),
             "images_with_objects": objects["image_id"].n_unique(),
@@ -161,7 +163,10 @@ def ground_images(
     yield Output(
         failures_df,
         output_name="grounding_failures",
-        metadata={**table_metadata(failures_df, ["backend", "source", "reason"]), "failures": failures_df.height},
+        metadata={
+            **table_metadata(failures_df, ["backend", "source", "reason"], table="grounding_failures"),
+            "failures": failures_df.height,
+        },
     )
 
 
@@ -237,8 +242,13 @@ def cross_modal_links(
     return Output(
         links,
         metadata={
-            **table_metadata(aligned, ["image_entity", "kind", "entity_name", "score", "method"], seconds),
-            "rows": links.height,
+            **table_metadata(
+                links,
+                ["image_entity", "kind", "entity_name", "score", "method"],
+                seconds,
+                table="cross_modal_links",
+                shown=aligned,
+            ),
             "linked": aligned.height,
             "pictures": links["image_id"].n_unique(),
             "by_method": counts(links, "method"),

@@ -624,7 +624,7 @@ def index_gc(
     console.print(f"{verb} {len(report.removed)} version(s){pruned}, {report.bytes_freed / 2**20:.1f} MiB")
 
 
-# -- mmkg init, mmkg index build / update / status ------------------------------------------------------
+# -- mmkg init, mmkg index build / update / status, mmkg ui ---------------------------------------------
 
 CORPUS_HELP = "Corpus root: one sub-folder per partition (default: $MMKG_CORPUS_ROOT, else corpus_root in ./mmkg.toml)."
 DataRootOption = Annotated[Path | None, typer.Option("--data-root", help=DATA_ROOT_HELP, show_default=False)]
@@ -752,7 +752,7 @@ def index_build(
 ) -> None:
     """Index every partition of the corpus through the Dagster jobs (in this process) and publish a version.
 
-    The runs land in the data root's Dagster instance, so `scripts/ui.sh` shows them afterwards.
+    The runs land in the data root's Dagster instance, so `mmkg ui` shows them afterwards.
     """
     corpus, data_root = _roots(corpus, data_root)
     missing = sorted(set(partition or []) - {p.name for p in corpus.iterdir() if p.is_dir()})
@@ -803,6 +803,48 @@ def index_status(corpus: CorpusOption = None, data_root: DataRootOption = None,
     pub = status["published"]
     console.print(f"published: {pub['version']} at {pub['created_at']}" if pub else "published: nothing yet")
     console.print(status["advice"])
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="Port of the web server.")] = 3000,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface; the UI has no login).")
+    ] = "127.0.0.1",
+    corpus: CorpusOption = None,
+    data_root: DataRootOption = None,
+) -> None:
+    """Open the Dagster UI (dagster dev) on this project: the runs `mmkg index build` and `update` made.
+
+    It loads the installed pipelines.definitions on the data root's Dagster home, where the CLI's builds write.
+    Its daemon runs the sensors and schedules switched on. Ctrl-C stops it.
+    """
+    import socket
+
+    corpus, data_root = _roots(corpus, data_root)
+    try:
+        from pipelines.build import dagster_home
+    except ImportError as exc:
+        err_console.print(f"[red]error:[/] the Dagster UI needs the project's Dagster pipelines ({exc})")
+        raise typer.Exit(2) from exc
+    with socket.socket() as s:  # one line now rather than dagster dev's traceback later
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            err_console.print(f"[red]error:[/] cannot listen on {host}:{port} ({exc.strerror}); pass --port")
+            raise typer.Exit(2) from exc
+    home = dagster_home(data_root)
+    env = {**os.environ, "DAGSTER_HOME": str(home), "MMKG_CORPUS_ROOT": str(corpus.resolve()),
+           "MMKG_DATA_ROOT": str(data_root.resolve())}  # fmt: skip
+    for offline in ("HF_HUB_OFFLINE", "YOLO_OFFLINE"):  # runs read local models, as scripts/ui.sh had them
+        env.setdefault(offline, "1")
+    # -d: this folder, so an `mmkg init` project loads the installed pipelines (the checkout's own, there)
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-d", str(Path.cwd()),
+           "-h", host, "-p", str(port)]  # fmt: skip
+    console.print(f"Dagster UI on [bold]http://{host}:{port}[/] (DAGSTER_HOME={home}); Ctrl-C stops it")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, cmd, env)  # dagster dev takes this process: Ctrl-C and signals reach it
 
 
 # -- mmkg sql, mmkg graph export -----------------------------------------------------------------------

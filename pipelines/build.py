@@ -1,7 +1,7 @@
 """Build (or re-use) a published index for a corpus through the Dagster jobs, timing every stage.
 
 ``build_index`` runs ``index_partition`` for each corpus partition and then ``publish_index``, on a
-persistent Dagster instance under the data root (so ``dagster dev`` shows the runs). It reports
+persistent Dagster instance under the data root (so ``mmkg ui`` shows the runs). It reports
 seconds per asset step (Dagster step events, summed over partitions), documents and pages per
 second, and the peak memory of the process tree. The quick start and ``mmkg eval`` both use it.
 
@@ -67,11 +67,22 @@ class BuildReport:
         return {**asdict(self), "documents_per_s": self.documents_per_s, "pages_per_s": self.pages_per_s}
 
 
-def dagster_instance(data_root: Path):
-    """The data root's own persistent instance, ``<data_root>/dagster_home`` (what scripts/ui.sh opens for .mmkg).
+def dagster_home(data_root: Path) -> Path:
+    """The data root's Dagster home, ``<data_root>/dagster_home`` (absolute), created if missing.
 
     A home without a ``dagster.yaml`` (or with an empty one) gets the shipped ``pipelines/dagster.yaml``:
     at most one step at a time in the ``gpu`` pool, run monitoring on, no telemetry.
+    """
+    home = (data_root / "dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists() or not config.stat().st_size:  # a user's own config is never replaced
+        write_bytes(config, INSTANCE_CONFIG.read_bytes())
+    return home
+
+
+def dagster_instance(data_root: Path):
+    """The data root's own persistent instance, in ``dagster_home(data_root)``: what ``mmkg ui`` opens.
 
     One instance per data root: the global assets read every dynamic partition the instance knows,
     so two corpora must never share one.
@@ -79,12 +90,7 @@ def dagster_instance(data_root: Path):
     from dagster import DagsterInstance
     from dagster._core.instance.ref import InstanceRef
 
-    home = (data_root / "dagster_home").resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists() or not config.stat().st_size:  # a user's own config is never replaced
-        write_bytes(config, INSTANCE_CONFIG.read_bytes())
-    return DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    return DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home(data_root))))
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
@@ -217,7 +223,7 @@ def build_index(
             ]
             raise RuntimeError(
                 f"{what} failed ({'; '.join(failures) or 'see the log above'}); run {result.run_id} holds the "
-                f"whole log: `scripts/ui.sh` (DAGSTER_HOME={data_root / 'dagster_home'}) shows it"
+                f"whole log: `mmkg ui --data-root {data_root}` shows it"
             )
         for ev in result.all_events:
             if ev.event_type == DagsterEventType.STEP_SUCCESS:

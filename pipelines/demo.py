@@ -1,7 +1,7 @@
 """Quick start: register the corpus partitions, materialize every asset, print a summary.
 
 ``python -m pipelines.demo`` uses a persistent Dagster instance under the data root
-(``<data_root>/dagster_home``), so the runs it makes are the ones ``scripts/ui.sh`` shows afterwards.
+(``<data_root>/dagster_home``), so the runs it makes are the ones ``mmkg ui`` shows afterwards.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def summary(data_root: Path) -> None:
     rejected = frames["rejected_files"]
     for r in rejected.iter_rows(named=True):
         console.print(f"[yellow]rejected[/] {r['source_path']}: {r['reason']}")
-    console.print(f"Tables under [bold]{tables}[/]; run [bold]dagster dev[/] to browse the runs.")
+    console.print(f"Tables under [bold]{tables}[/]; [bold]bash scripts/ui.sh[/] browses the runs.")
 
 
 SAMPLE_QUERY = "Which mission did the first woman to command a Space Shuttle lead?"

@@ -157,12 +157,58 @@ def test_materialization_metadata_is_reported(built):
 
     event = built.instance.get_latest_materialization_event(AssetKey("relations"))
     meta = event.asset_materialization.metadata
-    assert meta["row_count"].value > 0 and meta["dagster/row_count"].value == meta["row_count"].value
+    assert (
+        meta["dagster/row_count"].value
+        == table(built.data, "relations").filter(pl.col("partition") == event.asset_materialization.partition).height
+        > 0
+    )
     assert "doc_id" in {c.name for c in meta["dagster/column_schema"].schema.columns}
     assert "| subject |" in meta["preview"].value
     assert "by_rule" in meta
     docs = built.instance.get_latest_materialization_event(AssetKey("documents")).asset_materialization.metadata
     assert docs["seconds"].value > 0 and docs["files_read"].value > 0
+
+
+def test_table_metadata_keeps_one_row_count_rounded_floats_and_described_columns(built):
+    """What the asset page shows: one row count (Dagster's, the one it plots), floats without float32
+    noise, a preview that fits, and each column's meaning from ``mmkg.schemas.DESCRIPTIONS``."""
+    import re
+
+    from dagster import AssetKey, FloatMetadataValue
+
+    from assets._metadata import PREVIEW_COLUMNS, PREVIEW_WIDTH
+
+    noise = re.compile(r"\d\.\d{7,}")  # 0.9824000000953674, not 0.9824
+    for name in schemas.TABLES:
+        if name in schemas.GLOBAL_TABLES:
+            continue
+        mat = built.instance.get_latest_materialization_event(AssetKey(name)).asset_materialization
+        meta = mat.metadata
+        assert [k for k in meta if ("row" in k and "count" in k) or k == "rows"] == ["dagster/row_count"], name
+        on_disk = pl.read_parquet(built.data / "tables" / name / f"{mat.partition}.parquet")
+        assert meta["dagster/row_count"].value == on_disk.height, name
+        for key, value in meta.items():
+            if isinstance(value, FloatMetadataValue):
+                assert not noise.search(repr(value.value)), (name, key, value.value)
+        columns = meta["dagster/column_schema"].schema.columns
+        assert [c.name for c in columns] == list(schemas.TABLES[name]), name
+        assert all(c.description == schemas.DESCRIPTIONS[name][c.name] for c in columns), name
+        shown = meta["preview"].value
+        assert not noise.search(shown), (name, shown)
+        for line in shown.splitlines():
+            if line.startswith("| "):
+                cells = line.strip("| ").split(" | ")
+                assert len(cells) <= PREVIEW_COLUMNS and max(len(c) for c in cells) <= PREVIEW_WIDTH, line
+
+    objects = built.instance.get_latest_materialization_event(AssetKey("objects")).asset_materialization.metadata
+    described = {c.name: c.description for c in objects["dagster/column_schema"].schema.columns}
+    assert described["crop_path"] == "the crop, relative to the data root"
+    assert described["partition"].startswith("corpus partition")
+    scores = re.findall(r"\| (0\.\d+) \|", objects["preview"].value)
+    assert scores and all(len(s) <= 6 for s in scores)  # float32 scores as 0.9824
+    chunks = built.instance.get_latest_materialization_event(AssetKey("chunks")).asset_materialization.metadata
+    described = {c.name: c.description for c in chunks["dagster/column_schema"].schema.columns}
+    assert described["text_source"].startswith("document (the text layer")
 
 
 def test_ocr_grounds_printed_names_and_keeps_text(built):
@@ -297,3 +343,25 @@ def test_dg_cli_loads_the_same_definitions():
     assert len(listed["jobs"]) == len(list(defs.resolve_all_job_defs())) - 1  # less Dagster's implicit asset job
     assert len(listed["assets"]) == len(list(defs.resolve_all_asset_specs()))
     assert len(listed["asset_checks"]) == len(defs.resolve_asset_graph().asset_check_keys)
+
+
+def test_preview_fits_and_rounds():
+    from assets._metadata import PREVIEW_COLUMNS, preview, rounded
+
+    wide = pl.DataFrame(
+        {f"c{i}": ["x" * 200] for i in range(PREVIEW_COLUMNS + 3)}
+        | {"score": pl.Series([0.9824], dtype=pl.Float32), "quad": [[0.1, 0.2]]}
+    )
+    md = preview(wide).value
+    assert md.splitlines()[0].count(" | ") == PREVIEW_COLUMNS - 1
+    assert "5 more columns: c6, c7, c8, score, quad" in md and "x" * 41 not in md
+    assert "| 0.9824 |" in preview(wide, ["score"]).value and "0.98240" not in preview(wide, ["score"]).value
+    assert "[0.1, 0.2]" in preview(wide.with_columns(pl.col("quad").cast(pl.List(pl.Float32))), ["quad"]).value
+    assert rounded(0.9824000000953674) == 0.9824 and rounded(0.000123456) == 0.0001235
+    assert rounded(1234.56789) == 1234.5679
+
+
+def test_every_declared_column_is_described():
+    for name, schema in schemas.TABLES.items():
+        assert list(schemas.DESCRIPTIONS[name]) == list(schema), name
+        assert all(d.strip() for d in schemas.DESCRIPTIONS[name].values()), name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,84 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     info = run(project, "index", "info", "--json", "--index", str(project / ".mmkg" / "index"),
                env={"MMKG_DATA_ROOT": str(other)})  # fmt: skip
     assert json.loads(info.stdout)["partitions"] == ["notes", "space"]
+
+    # a folder removed: update deletes its dynamic partition (the UI lists it no more) and publishes without it
+    shutil.rmtree(project / "corpus" / "notes")
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "removed", "space": "indexed"}
+    run(project, "index", "update")
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        assert instance.get_dynamic_partitions("corpus") == ["space"]
+    assert json.loads(run(project, "index", "info", "--json").stdout)["partitions"] == ["space"]
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert [(r["partition"], r["state"]) for r in status["partitions"]] == [("space", "indexed")]
+    assert "up to date" in run(project, "index", "update").stdout
+
+
+def _graphql(url: str, query: str) -> dict:
+    import urllib.request
+
+    req = urllib.request.Request(f"{url}/graphql", data=json.dumps({"query": query}).encode(),
+                                 headers={"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())["data"]
+
+
+@pytest.mark.slow
+def test_ui_shows_the_runs_the_cli_made(project: Path):
+    """`mmkg ui` from a project folder: dagster dev on 127.0.0.1 with the data root's instance, loading the
+    installed pipelines (the folder has none of its own), and listing the runs `mmkg index build` made."""
+    import socket
+    import time
+
+    from conftest import free_port, http_ok, stop_process_group, wait_until_up
+    from dagster import DagsterInstance
+
+    run(project, "index", "build")  # up to date when the test above has built it
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        made = {r.run_id: r.job_name for r in instance.get_runs()}
+    assert {"index_partition", "publish_index"} <= set(made.values())
+
+    with socket.socket() as busy:  # a port in use: one line, before anything starts
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = run(project, "ui", "--port", str(busy.getsockname()[1]), check=False)
+    assert taken.returncode == 2 and "pass --port" in taken.stderr and not taken.stdout
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = project.parent / "ui.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MMKG_", "DAGSTER_"))}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([MMKG, "ui", "--port", str(port)], cwd=project, env=env, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        wait_until_up(proc, lambda: http_ok(f"{url}/server_info"), f"mmkg ui at {url}", log, timeout=180, interval=1)
+        runs = _graphql(url, "{ runsOrError { ... on Runs { results { runId jobName } } } }")["runsOrError"]
+        assert {r["runId"]: r["jobName"] for r in runs["results"]} == made
+        # the code location is the installed pipelines.definitions, loaded from the project folder
+        query = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus locationOrLoadError { "
+        query += "__typename ... on PythonError { message } } } } } }"
+        deadline = time.monotonic() + 180
+        while True:
+            (entry,) = _graphql(url, query)["workspaceOrError"]["locationEntries"]
+            if entry["loadStatus"] == "LOADED" or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert entry["name"] == "pipelines.definitions"
+        assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry["locationOrLoadError"]
+        assert f"http://127.0.0.1:{port}" in log.read_text()
+    finally:
+        stop_process_group(proc)
+    assert proc.returncode is not None
+
+
+def _instance_ref(project: Path):
+    from dagster._core.instance.ref import InstanceRef
+
+    return InstanceRef.from_dir(str((project / ".mmkg" / "dagster_home").resolve()))
 
 
 def test_a_bad_config_file_is_named(tmp_path: Path):
