@@ -104,7 +104,10 @@ def _main(
     # Model loading prints per-tensor progress bars on stderr; a command line wants its own output only.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("LANCE_LOG", "error")  # LanceDB's Rust logger warns on every table it creates
+    # LanceDB's Rust logger (lancedb's env_logger, read when lancedb is imported) warns on every table it
+    # creates ("No existing dataset ... it will be created"); it reads LANCEDB_LOG. LANCE_LOG is pylance's.
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("LANCE_LOG", "error")
 
 
 DATA_ROOT_HELP = "Data root (default: $MMKG_DATA_ROOT, else data_root in ./mmkg.toml, else ./.mmkg)."
