@@ -246,9 +246,9 @@ class BuildDisplay:
         rows: list = [top]
         if step:
             done_note = f" ({steps_done} step{'s' if steps_done > 1 else ''} done)" if steps_done else ""
-            rows.append(Text(fit(f"  step {step}, {_hms(now - step_t0)}{done_note}", width), style="cyan"))
+            rows.append(Text("  " + fit(f"step {step}, {_hms(now - step_t0)}{done_note}", width - 2), style="cyan"))
         if last_line:
-            rows.append(Text(fit(f"  {last_line}", width), style="dim"))
+            rows.append(Text("  " + fit(last_line, width - 2), style="dim"))
         yield Group(*rows)
 
     def live(self) -> Live:

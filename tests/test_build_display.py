@@ -76,7 +76,7 @@ def test_the_timers_advance_without_new_events():
     second = render(display)
     assert first != second
     assert first[0].endswith("0:00:00") and second[0].endswith("0:01:15")  # the build's elapsed time
-    assert "step ground_images, 0:00:00" in first[1] and "step ground_images, 0:01:15" in second[1]
+    assert first[1] == "  step ground_images, 0:00:00" and second[1] == "  step ground_images, 0:01:15"
     assert first[0][0] != second[0][0]  # the spinner's frame moved too
 
 
@@ -198,3 +198,29 @@ def test_the_cli_build_draws_the_display_and_keeps_library_output_off_the_screen
     assert "✓ partition space in 0:02.0" in out.out and "✓ published in 0:01.0" in out.out
     (log,) = (tmp_path / "data" / "logs").glob("build-*.log")
     assert "No existing dataset" in log.read_text(encoding="utf-8")
+
+
+def test_a_failed_build_names_the_step_and_the_error_reaches_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    import typer
+
+    from mmkg import cli
+
+    def build_index(corpus, data_root, on_start, on_progress, on_event, **kwargs):
+        on_start("space", 0, 2)
+        on_event(StepEvent("step_start", "embed", ""))
+        os.write(2, b"Traceback of a library, in the log\n")
+        on_event(StepEvent("step_failure", "embed", "CUDA out of memory"))
+        raise RuntimeError("partition space failed (step embed: CUDA out of memory)")
+
+    monkeypatch.setitem(sys.modules, "pipelines.build", types.SimpleNamespace(build_index=build_index))
+    with pytest.raises(typer.Exit) as exit_:
+        cli._build(tmp_path / "corpus", tmp_path / "data")
+    assert exit_.value.exit_code == 1
+    out = capfd.readouterr()
+    assert "✗ partition space: step embed failed" in out.out
+    assert "error: partition space failed (step embed: CUDA out of memory)" in out.err  # after the fds came back
+    assert "Traceback of a library" not in out.out + out.err
+    (log,) = (tmp_path / "data" / "logs").glob("build-*.log")
+    assert "embed FAILED: CUDA out of memory" in log.read_text(encoding="utf-8")
