@@ -176,6 +176,8 @@ class BuildDisplay:
     # -- the build's callbacks ------------------------------------------------------------------
     def start(self, what: str, i: int, n: int) -> None:
         """A run starts: partition ``what`` (or ``publish_index``), the ``i``-th of ``n``."""
+        if self.log_path is not None and self.position is None:  # the first run: something will be built
+            _say_with_path(self.console, "[dim]Log (library warnings, Dagster):[/]", self.log_path)
         with self._lock:
             self.label = "publishing the index" if what == "publish_index" else f"partition {what}"
             self.position = (i, n)
@@ -275,13 +277,14 @@ def _clock(seconds: float) -> str:
 def build_display(console: Console, data_root: Path, screen: Console | None = None) -> Iterator[BuildDisplay]:
     """Show a build's progress on ``console``'s terminal while its output goes to a new log file.
 
-    Says where the log is first; at the end, says how many lines the libraries wrote there. ``screen``
+    Names the log when the first run starts; at the end, says how many lines the libraries wrote
+    there. A build that ran nothing and heard nothing leaves no log. ``screen``
     (tests) is the console the display draws on; by default one on a copy of the terminal's descriptor.
     """
     path = build_log_path(data_root)
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]  # removed again if nothing ran
     path.parent.mkdir(parents=True, exist_ok=True)
     prune_logs(path.parent, KEEP_LOGS - 1)
-    _say_with_path(console, "[dim]Log (library warnings, Dagster):[/]", path)
     width = None if (os.isatty(0) or "COLUMNS" in os.environ) else console.width  # see below
     with output_to_log(path) as out:
         # The display's own console on the terminal's copy: rich sizes it from the terminal (descriptor 0 or
@@ -298,6 +301,11 @@ def build_display(console: Console, data_root: Path, screen: Console | None = No
             n = display.library_lines()
             if n:
                 _say_with_path(screen, f"[dim]{n} line{'s' if n != 1 else ''} of library output in[/]", path)
+            elif display.position is None:  # nothing ran (the index was up to date) and nothing was said
+                path.unlink(missing_ok=True)
+                for folder in made:  # innermost first; only folders this build made, and only while empty
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
 
 
 def _say_with_path(console: Console, words: str, path: Path) -> None:

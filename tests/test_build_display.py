@@ -224,3 +224,16 @@ def test_a_failed_build_names_the_step_and_the_error_reaches_the_terminal(
     assert "Traceback of a library" not in out.out + out.err
     (log,) = (tmp_path / "data" / "logs").glob("build-*.log")
     assert "embed FAILED: CUDA out of memory" in log.read_text(encoding="utf-8")
+
+
+def test_an_up_to_date_build_leaves_no_log(tmp_path: Path, capfd: pytest.CaptureFixture,
+                                           monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+    from mmkg import cli
+
+    def build_index(corpus, data_root, on_start, on_progress, on_event, **kwargs):
+        return "up to date"  # the published index covers the corpus: no run starts
+
+    monkeypatch.setitem(sys.modules, "pipelines.build", types.SimpleNamespace(build_index=build_index))
+    assert cli._build(tmp_path / "corpus", tmp_path / "data") == "up to date"
+    assert "Log" not in capfd.readouterr().out
+    assert not (tmp_path / "data").exists()  # not even the folders the log would have gone in
