@@ -224,9 +224,10 @@ class BuildDisplay:
         if self.log is None:
             return
         stamp = dt.datetime.now().strftime("%H:%M:%S")
-        self.log.write(f"[mmkg {stamp}] {line}\n")
+        text = f"[mmkg {stamp}] {line}\n"
+        self.log.write(text)
         self.log.flush()
-        self.own_lines += 1
+        self.own_lines += text.count("\n")  # an asset's message may span lines
 
     # -- drawing --------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
