@@ -104,7 +104,10 @@ def _main(
     # Model loading prints per-tensor progress bars on stderr; a command line wants its own output only.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("LANCE_LOG", "error")  # LanceDB's Rust logger warns on every table it creates
+    # LanceDB's Rust logger (lancedb's env_logger, read when lancedb is imported) warns on every table it
+    # creates ("No existing dataset ... it will be created"); it reads LANCEDB_LOG. LANCE_LOG is pylance's.
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    os.environ.setdefault("LANCE_LOG", "error")
 
 
 DATA_ROOT_HELP = "Data root (default: $MMKG_DATA_ROOT, else data_root in ./mmkg.toml, else ./.mmkg)."
@@ -664,55 +667,29 @@ def init(
     print(NEXT_STEPS.format(folder=folder, question=question))  # commands to copy: never wrapped
 
 
-class _BuildDisplay:
-    """Live progress of a build: one bar over the runs (partitions, then the publish), the running step
-    and the asset's latest log line, from the Dagster events of the runs (``pipelines.progress``)."""
-
-    def __init__(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("[dim]{task.fields[step]}"), console=console, transient=False,
-        )  # fmt: skip
-        self.task = self.progress.add_task("starting", total=None, step="")
-        self.current = ""
-        self.warnings = 0
-
-    def start(self, what: str, i: int, n: int) -> None:
-        label = "publishing the index" if what == "publish_index" else f"partition [bold]{what}[/]"
-        self.current = label
-        self.progress.update(self.task, description=label, total=n, completed=i, step="")
-
-    def done(self, what: str, seconds: float) -> None:
-        label = "published" if what == "publish_index" else f"partition {what}"
-        console.print(f"[green]✓[/] {label} in {_clock(seconds)}")
-        self.progress.advance(self.task)
-
-    def event(self, ev) -> None:
-        if ev.kind == "step_start":
-            self.progress.update(self.task, step=ev.step)
-        elif ev.kind == "log":
-            self.progress.update(self.task, step=f"{ev.step}: {ev.message[:70]}")
-        elif ev.kind == "step_failure":
-            console.print(f"[red]✗[/] {self.current}: step {ev.step} failed")
-
-
 def _build(corpus: Path, data_root: Path, **kwargs) -> object:
+    """Run ``build_index`` under the live display (``mmkg.build_display``); library output goes to a log file."""
+    from mmkg.build_display import build_display
+
     try:
-        from pipelines.build import build_index
-    except ImportError as exc:
-        err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
-        raise typer.Exit(2) from exc
-    display = _BuildDisplay()
-    try:
-        with display.progress:
+        with build_display(console, data_root) as display:
+            try:
+                from pipelines.build import build_index  # Dagster: imported while the display already runs
+            except ImportError as exc:
+                raise _NoPipelines(str(exc)) from exc
             return build_index(
                 corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event, **kwargs
             )
+    except _NoPipelines as exc:
+        err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
+        raise typer.Exit(2) from exc
     except (RuntimeError, ValueError, FileNotFoundError) as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(1) from exc
+
+
+class _NoPipelines(Exception):
+    pass
 
 
 def _build_summary(report, data_root: Path) -> None:

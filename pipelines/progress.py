@@ -69,6 +69,9 @@ class _Forward(logging.Handler):
 
 @logger(description="Forwards step starts and ends and asset log lines to the mmkg CLI's progress display.")
 def progress_logger(init_context: InitLoggerContext) -> logging.Logger:
-    log = logging.Logger(LOGGER_KEY, level=logging.INFO)
+    # DEBUG: Dagster logs its step events (step start, step success) at DEBUG and hands a @logger only
+    # the records its level lets through; at INFO only asset log lines and failures arrived, so the display
+    # learnt the running step from its first log line. _Forward keeps events and INFO lines only.
+    log = logging.Logger(LOGGER_KEY, level=logging.DEBUG)
     log.addHandler(_Forward())
     return log
