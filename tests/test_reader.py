@@ -17,6 +17,7 @@ from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 
 
 @pytest.mark.parametrize(
@@ -105,7 +106,7 @@ def test_a_two_hop_answer_shows_the_graph_path(art_index: Index):
 
 
 def test_the_reader_declines_when_the_evidence_holds_nothing_of_the_type(art_index: Index):
-    res = art_index.retrieve(text="How many windows does the National Museum have?", k=5)
+    res = retrieve(art_index, text="How many windows does the National Museum have?", k=5)
     request, ctx, _ = prepare(res, "How many windows does the National Museum have?")
     reading = request.reading
     assert reading is not None and reading.abstained and reading.text == NOT_ANSWERABLE
@@ -116,7 +117,7 @@ def test_the_reader_declines_when_the_evidence_holds_nothing_of_the_type(art_ind
 
 def test_prompts_for_models_carry_the_reading(art_index: Index):
     q = "Where was the painter of The Blue Harbour born?"
-    request, _, _ = prepare(art_index.retrieve(text=q, k=5), q, "qa")
+    request, _, _ = prepare(retrieve(art_index, text=q, k=5), q, "qa")
     assert "Expected answer: place" in request.user and "Uppsala [" in request.user
     assert "Path: " in request.user
 
