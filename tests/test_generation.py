@@ -275,7 +275,7 @@ def test_openai_backend_sends_the_picture_as_a_data_url(art_index: Index, llama_
 
     from PIL import Image
 
-    from mmkg.generation.openai_backend import data_url
+    from mmkg.llm.openai_backend import data_url
 
     gen = get_generator("openai", "tiny", base_url=llama_server, timeout=60, max_retries=0)
     small = tmp_path / "dot.png"

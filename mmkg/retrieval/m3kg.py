@@ -430,8 +430,7 @@ class M3KG(PresetStrategy):
 
     def _llm_mask(self, triples: list[Triple], question: str, result: RetrievalResult) -> list[Triple]:
         """Table 12's selector: the model lists the triples to keep; unreadable answers keep all (conservative)."""
-        from mmkg.generation import GenerationError, GenerationRequest, get_generator, load_template
-        from mmkg.generation.prompts import PROMPTS_DIR
+        from mmkg.llm import PROMPTS_DIR, GenerationError, GenerationRequest, get_llm, load_template
 
         p = self.params
         backend = p.filter_backend or ""
@@ -443,7 +442,7 @@ class M3KG(PresetStrategy):
         system, user = template.render(query=question, triplets=numbered)
         try:
             key = ("llm", backend, p.filter_model, p.filter_base_url)
-            generator = _cached(key, lambda: get_generator(backend, p.filter_model, **options))
+            generator = _cached(key, lambda: get_llm(backend, p.filter_model, **options))
             answer = generator.generate(GenerationRequest(system, user, question, max_tokens=256)).text
         except (GenerationError, OSError, ValueError) as exc:
             result.notes.append(f"GRASP LLM mask failed ({exc}); all {len(triples)} triple(s) kept")

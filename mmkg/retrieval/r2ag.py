@@ -312,8 +312,7 @@ class R2AG(PresetStrategy):
     def _icot(self, index: Index, query: Query, sub: Subgraph, cand: list[str]) -> tuple[list[Implicit], str]:
         """Discover (eq. 1) and verify (eq. 2) implicit relations; ``(kept relations, a note on what happened)``."""
         from mmkg.entities import canonical_key
-        from mmkg.generation import GenerationError, GenerationRequest, get_generator, load_template
-        from mmkg.generation.prompts import PROMPTS_DIR
+        from mmkg.llm import PROMPTS_DIR, GenerationError, GenerationRequest, get_llm, load_template
 
         p = self.params
         pg = PropertyGraph.of(index)
@@ -329,7 +328,7 @@ class R2AG(PresetStrategy):
                   "relations": "\n".join(explicit) or "(none)", "context": context,
                   "max_relations": str(p.icot_max_relations)}  # fmt: skip
         try:
-            gen = get_generator(p.icot_backend or "", p.icot_model, **options)
+            gen = get_llm(p.icot_backend or "", p.icot_model, **options)
             system, user = load_template(PROMPTS_DIR / "steps" / "r2ag_icot_discover.txt").render(**values)
             proposed_text = gen.generate(GenerationRequest(system, user, query.text or "", max_tokens=400)).text
             proposed = []
