@@ -30,7 +30,7 @@ from dagster import (
 from assets.partitions import corpus_partitions
 from mmkg import validation
 from mmkg.graph import Graph
-from mmkg.index.units import ID_COLUMN, SHARED, VECTOR_ASSET
+from mmkg.index.units import ID_COLUMN, SHARED, VECTOR_ASSET, check_vectors_match_nodes
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
@@ -270,7 +270,7 @@ def graph_vectors_match_nodes(
         "relation_vectors": relation_vectors, "sentences": sentences, "images": images, "objects": objects,
         "document_entities": document_entities, "relations": relations,
     }  # fmt: skip
-    return _result(validation.check_vectors_match_nodes(tables, graph))
+    return _result(check_vectors_match_nodes(tables, graph))
 
 
 @asset_check(
@@ -283,6 +283,7 @@ def graph_vectors_match_nodes(
 def retrieval_index_smoke(storage: StorageResource, encoder: EncoderResource) -> AssetCheckResult:
     from mmkg.index import Index
     from mmkg.index.manifest import changed_partitions
+    from mmkg.retrieval.smoke import smoke_retrieval
 
     root = storage.path / "index"
     try:
@@ -291,7 +292,7 @@ def retrieval_index_smoke(storage: StorageResource, encoder: EncoderResource) ->
         return AssetCheckResult(passed=False, description=f"cannot open the index at {root}: {exc}")
     probed = validation.smoke_partitions(index.manifest.partitions, changed_partitions(root, index.version),
                                          index.version)  # fmt: skip
-    return _result(validation.smoke_retrieval(index, partitions=probed))
+    return _result(smoke_retrieval(index, partitions=probed))
 
 
 CHECKS: list[AssetChecksDefinition] = [

@@ -21,12 +21,13 @@ from dagster import (
 from assets._metadata import OWNERS, degree_plot, preview, rounded
 from assets.checks import failed_blocking_checks
 from assets.partitions import corpus_partitions
-from mmkg import validation
 from mmkg.graph import Graph, build_graph
 from mmkg.index.gc import collect
 from mmkg.index.manifest import EncoderSpec
 from mmkg.index.publish import payload_tables, publish_index
+from mmkg.index.units import validate_publish_inputs
 from mmkg.partitioned import Partitioned, PartitionedParquet
+from mmkg.retrieval.smoke import own_vector_probes
 from resources import StorageResource
 from resources.encoder import EncoderResource
 
@@ -140,7 +141,8 @@ def retrieval_index(
         "document_entities": document_entity_vectors,
         "relations": relation_vectors,
     }
-    result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions, log=context.log.info)
+    result = publish_index(storage.path / "index", spec, graph, vectors, payload, entity_mentions, log=context.log.info,
+                           probe=own_vector_probes)  # fmt: skip
     if result.reused:
         context.log.info(f"nothing changed since {result.version}: kept it")
     else:
@@ -190,7 +192,7 @@ def _refuse_broken_inputs(
     """Never publish a broken index: re-validate the inputs, honour failed blocking checks upstream, and
     refuse vectors of partitions embedded by another encoder than the one this publish records."""
     t0 = time.perf_counter()
-    failures = [f"{f.label()}: {f.description}" for f in validation.validate_publish_inputs(tables, graph)]
+    failures = [f"{f.label()}: {f.description}" for f in validate_publish_inputs(tables, graph)]
     partitions = context.instance.get_dynamic_partitions(corpus_partitions.name)
     failures += [f"{c}: latest evaluation failed" for c in failed_blocking_checks(context.instance, partitions)]
     other = {p: e for p, e in recorded_encoders(context.instance, partitions).items() if e != encoder_id}

@@ -1,4 +1,4 @@
-"""Hostile queries against the reader (``Index.retrieve``), classified by outcome.
+"""Hostile queries against the reader (``mmkg.retrieval.retrieve``), classified by outcome.
 
 Each case should be refused. Outcomes: ``clear error`` (a ``ValueError`` saying what is wrong),
 ``traceback`` (any other exception escapes), ``wrong result`` (chunks come back as if the query were
@@ -37,6 +37,7 @@ def main() -> None:
 
     import mmkg
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     index = Index.open(args.index)
     partition = sorted(index.manifest.partitions)[0]
@@ -65,7 +66,7 @@ def main() -> None:
     print(f"mmkg from {Path(mmkg.__file__).parent}; index {index.version}")
     for name, kwargs in cases.items():
         try:
-            res = index.retrieve(**kwargs)
+            res = retrieve(index, **kwargs)
             outcome, detail = "wrong result", f"{len(res.chunks)} chunks"
         except ValueError as exc:
             outcome, detail = "clear error", str(exc)[:100]

@@ -114,12 +114,13 @@ def main(
 
 def latency(corpus: Path, questions: Path | None, work: Path, repeats: int, encoder) -> None:
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     qpath = questions or corpus.parent / "questions_dev.json"
     qs = [q["question"] for q in json.loads(qpath.read_text(encoding="utf-8"))]
     idx = Index.open(work / "data" / "index", encoder=encoder)
-    idx.retrieve(text=qs[0])  # warm-up: model, caches, evidence lookups
-    timings = [idx.retrieve(text=q, k=10).timings_ms for _ in range(repeats) for q in qs]
+    retrieve(idx, text=qs[0])  # warm-up: model, caches, evidence lookups
+    timings = [retrieve(idx, text=q, k=10).timings_ms for _ in range(repeats) for q in qs]
     total = np.array([t["total"] for t in timings])
     parts = {k: float(np.median([t[k] for t in timings])) for k in timings[0] if k != "total"}
     console.print(

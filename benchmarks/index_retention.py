@@ -59,6 +59,7 @@ def main(
 
     import mmkg.index.publish as publish
     from mmkg.index.gc import collect
+    from mmkg.retrieval.smoke import own_vector_probes
 
     parts = sorted(p.stem for p in (data_root / "tables" / "chunks").glob("*.parquet"))
     if leave_one_out:
@@ -80,7 +81,7 @@ def main(
                     publish.file_sums = lambda *a, **k: {}
                     publish.compact = lambda *a, **k: False
                 t0 = time.perf_counter()
-                publish.publish_index(root, spec, graph, vectors, payload, mentions)
+                publish.publish_index(root, spec, graph, vectors, payload, mentions, probe=own_vector_probes)
                 if mode == "retained":
                     collect(root, keep=keep, wait=True)
                 times[mode].append(time.perf_counter() - t0)

@@ -42,8 +42,8 @@ def main() -> None:
     from mmkg.ingest import ingest_partition, list_partitions
     from mmkg.ingest.images import ImageStore
     from mmkg.ingest.media import uniform_frames
-    from mmkg.retrieval import m3kg
-    from mmkg.retrieval.base import Query
+    from mmkg.query import Query
+    from mmkg.retrieval import m3kg, search
     from pipelines.build import build_index
 
     shutil.rmtree(args.data_root, ignore_errors=True)
@@ -74,7 +74,7 @@ def main() -> None:
         # emptied so no method reads the frames another has read
         m3kg._OBJECTS.clear()
         warm = next(q for q in questions if q.image is not None)
-        index.search(Query(text=warm.question, image=warm.image), k=5, strategy=method)
+        search(index, Query(text=warm.question, image=warm.image), k=5, strategy=method)
         by_kind: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
         for q in questions:
             kind = "video" if q.video else "picture" if q.image else "text"
@@ -89,7 +89,7 @@ def main() -> None:
                 else Query(text=q.question, image=q.image, video=q.video)
             )
             t = time.perf_counter()
-            result = index.search(query, k=5, strategy=method)
+            result = search(index, query, k=5, strategy=method)
             ms = (time.perf_counter() - t) * 1000
             for key in (kind, "all"):
                 agg = by_kind[key]

@@ -69,6 +69,7 @@ def main(
     from dagster import DagsterInstance
 
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
     from pipelines.definitions import defs
     from pipelines.resources import default_resources
     from pipelines.schedules import LocalDaemon
@@ -102,7 +103,7 @@ def main(
     idx = Index.open(work / "data" / "index")
     hits = idx.chunks.filter(pl.col("text").str.contains(MARKER, literal=True))
     assert idx.version != v1 and hits.height == 1, "the edited record is not in the new index version"
-    top = idx.retrieve(text=MARKER, k=3).chunks[0]
+    top = retrieve(idx, text=MARKER, k=3).chunks[0]
     console.print(
         f"edited record {record_id} ({keys[0]}): new version {idx.version}; "
         f"top hit for the new sentence is {'the edited record' if MARKER in top.text else repr(top.title)}"

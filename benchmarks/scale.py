@@ -115,6 +115,7 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int, ppr_en
 
     from mmkg.graph import build_graph
     from mmkg.index.publish import payload_tables, publish_index
+    from mmkg.retrieval.smoke import own_vector_probes
 
     partitions = sorted(p.stem for p in (data / "tables" / "chunks").glob("*.parquet"))
     source = {n: pl.concat([pl.read_parquet(data / "tables" / n / f"{p}.parquet") for p in partitions],
@@ -141,7 +142,7 @@ def one(data: Path, size: int, work: Path, questions: Path, repeats: int, ppr_en
                    "relations": t["relation_vectors"]}  # fmt: skip
         figures["payload_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        publish_index(root, text_encoder_spec(), graph, vectors, payload, t["entity_mentions"])
+        publish_index(root, text_encoder_spec(), graph, vectors, payload, t["entity_mentions"], probe=own_vector_probes)
         figures["publish_s"] = time.perf_counter() - t0
     figures["graph_nodes"], figures["graph_edges"] = graph.n, int(graph.adjacency.nnz // 2)
     figures["global_build_peak_gib"] = mem.peak_bytes / 2**30
@@ -163,6 +164,7 @@ def read(root: Path, questions: Path, repeats: int, ppr_engine: str = "auto") ->
     import psutil
 
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     proc = psutil.Process()
     before = proc.memory_info().rss
@@ -170,8 +172,8 @@ def read(root: Path, questions: Path, repeats: int, ppr_engine: str = "auto") ->
     idx = Index.open(root, ppr_engine=ppr_engine)
     figures = {"open_s": time.perf_counter() - t0, "ppr_engine": idx.engine_for(None, 0.5)}
     qs = [q["question"] for q in json.loads(questions.read_text(encoding="utf-8"))]
-    idx.retrieve(text=qs[0])  # warm-up: the encoder's first batch, lazy lookups
-    runs = [idx.retrieve(text=q, k=10).timings_ms for _ in range(repeats) for q in qs]
+    retrieve(idx, text=qs[0])  # warm-up: the encoder's first batch, lazy lookups
+    runs = [retrieve(idx, text=q, k=10).timings_ms for _ in range(repeats) for q in qs]
     figures["reader_rss_gib"] = (proc.memory_info().rss - before) / 2**30
     total = np.array([r["total"] for r in runs])
     figures["query_p50_ms"], figures["query_p95_ms"] = float(np.percentile(total, 50)), float(np.percentile(total, 95))

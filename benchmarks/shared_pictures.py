@@ -31,6 +31,8 @@ def main(work_dir: Annotated[Path, typer.Option(help="Where the corpus copy and 
     import lancedb
 
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
+    from mmkg.retrieval.smoke import self_check
     from pipelines.build import build_index
 
     shutil.rmtree(work_dir, ignore_errors=True)
@@ -46,12 +48,12 @@ def main(work_dir: Annotated[Path, typer.Option(help="Where the corpus copy and 
     tbl = db.open_table("images")
     tbl.checkout(idx.manifest.lance_versions["images"])
     shown = idx.image_occurrences.filter(idx.image_occurrences["source"].str.ends_with(PICTURE))
-    print(f"index opens: version {idx.version}; self-check problems: {idx.self_check() or 'none'}")
+    print(f"index opens: version {idx.version}; self-check problems: {self_check(idx) or 'none'}")
     print(f"image rows in LanceDB {tbl.count_rows()}, image nodes {idx.graph.counts()['image_nodes']}, "
           f"occurrences of {PICTURE}: {shown.height} in {shown['partition'].n_unique()} partitions")  # fmt: skip
     showing = {"space/hubble_space_telescope.md", "computing_history/deep_field.md"}
     for label, overrides in (("default preset", {}), ("same-picture seeds off", {"same_picture_weight": 0.0})):
-        res = idx.retrieve(image=corpus / "space" / "images" / PICTURE, k=5, **overrides)
+        res = retrieve(idx, image=corpus / "space" / "images" / PICTURE, k=5, **overrides)
         rows = [
             f"{c.rank}. {c.source_path} {c.score:.4f}{' *' if c.source_path in showing else ''}" for c in res.chunks
         ]

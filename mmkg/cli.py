@@ -196,8 +196,8 @@ def query(
 ) -> None:
     """Retrieve the chunks that answer a text, image, video and/or audio query, with the evidence selected."""
     _check_index(index)
-    from mmkg.retrieval import get_strategy
-    from mmkg.retrieval.base import Query
+    from mmkg.query import Query
+    from mmkg.retrieval import get_strategy, search
 
     if query_file is not None:
         if text is not None:
@@ -226,7 +226,7 @@ def query(
                       f"partitions: {sorted(known)}")  # fmt: skip
         raise typer.Exit(2)
     try:
-        result = idx.search(
+        result = search(idx,
             Query(text=text, image=image, video=video, audio=audio), k=k, strategy=strategy, preset=preset,
             filters=filters or None, **overrides,
         )  # fmt: skip
@@ -271,7 +271,7 @@ def query(
 
 def _read_query_file(path: Path) -> str:
     """A long query from a file or stdin, as UTF-8 (the reader then applies its length cap)."""
-    from mmkg.retrieval.base import MAX_QUERY_CHARS
+    from mmkg.query import MAX_QUERY_CHARS
 
     try:
         data = sys.stdin.buffer.read(MAX_QUERY_CHARS * 4 + 1) if str(path) == "-" else path.read_bytes()
@@ -486,7 +486,7 @@ def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JS
 @index_app.command("info")
 def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Version, counts, encoder and size on disk of the current index."""
-    from mmkg.index.manifest import describe
+    from mmkg.index.integrity import describe
 
     try:
         info = describe(_root(index))  # the manifest only: no vectors, graph or model
@@ -533,8 +533,7 @@ def index_verify(
     version: Annotated[str | None, typer.Option(help="Version to verify (default: the current one).")] = None,
 ) -> None:
     """Read every file of a version and compare it with the checksums its manifest recorded; exit 2 on damage."""
-    from mmkg.index.integrity import verify
-    from mmkg.index.manifest import open_version
+    from mmkg.index.integrity import open_version, verify
 
     root = _root(index)
     try:
@@ -559,6 +558,7 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
     from mmkg.index.lock import PublishLocked, publish_lock
     from mmkg.index.manifest import check_version_name, list_versions, set_current
     from mmkg.index.publish import verify_version
+    from mmkg.retrieval.smoke import own_vector_probes
 
     root = _root(index)
     try:
@@ -566,7 +566,7 @@ def index_rollback(version: Annotated[str, typer.Argument(help="A version name f
         if version not in list_versions(root):
             raise ValueError(f"no published version {version} under {root}; versions: {list_versions(root)}")
         with publish_lock(root, wait=False):
-            problems = verify_version(root, version)
+            problems = verify_version(root, version, own_vector_probes)
             if problems:
                 raise ValueError(f"version {version} does not open cleanly: {'; '.join(problems)}")
             set_current(root, version)

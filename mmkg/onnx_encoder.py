@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mmkg.encoders import (
+from mmkg.encoder_base import (
     DEFAULT_MAX_CHARS,
     EncoderInfo,
     EncoderLoadError,
@@ -389,7 +389,7 @@ def _cached_snapshot(model_id: str) -> str:
     """The local folder of a hub id in the Hugging Face cache; never downloads while offline."""
     from huggingface_hub import snapshot_download
 
-    from mmkg.encoders import _OFFLINE_HINT, offline_mode
+    from mmkg.encoder_base import _OFFLINE_HINT, offline_mode
 
     offline = offline_mode()
     try:

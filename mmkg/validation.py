@@ -500,41 +500,6 @@ def found_rank(chunk_id: str, text: str, chunks: Sequence[Any]) -> int | None:
     return None
 
 
-def smoke_retrieval(
-    index: Any, k: int = 5, per_partition: int = 1, max_chars: int = 500, partitions: Collection[str] | None = None
-) -> CheckResult:
-    """Query the opened index with a few chunks' own text; each must come back in the top ``k``.
-
-    ``index`` is an ``mmkg.index.Index`` (its ``chunks`` payload supplies the probes); ``partitions``
-    limits the probes to those partitions (``smoke_partitions``), all by default.
-    """
-    probes = smoke_probes(index.chunks, per_partition)
-    if partitions is not None:
-        probes = probes.filter(pl.col("partition").is_in(list(partitions)))
-    if probes.is_empty() and index.chunks.is_empty():
-        return _result("smoke_retrieval", ["the index holds no chunks"], "", None)
-    problems, ranks = [], []
-    for chunk_id, partition, text in probes.iter_rows():
-        res = index.retrieve(text=text[:max_chars], k=k)
-        got = [c.chunk_id for c in res.chunks]
-        if (rank := found_rank(chunk_id, text, res.chunks)) is not None:
-            ranks.append(rank)
-        else:
-            top = got[0] if got else "nothing"
-            problems.append(f"chunk {chunk_id} ({partition}) not in the top {k} for its own text (top: {top})")
-    return _result(
-        "smoke_retrieval",
-        problems,
-        f"{len(ranks)} chunk(s) found by their own text in version {index.version} (ranks {ranks})"
-        + (f"; partitions probed: {', '.join(sorted(set(probes['partition'])))}" if partitions is not None else ""),
-        None,
-        version=index.version,
-        probes=probes.height,
-        found=len(ranks),
-        mean_rank=float(np.mean(ranks)) if ranks else 0.0,
-    )
-
-
 def check_index_units(vector_ids: Mapping[str, Sequence[str]], unit_ids: Mapping[str, Sequence[str]]) -> CheckResult:
     """Each index table holds exactly one vector per unit: per table, the vector rows' ids are the units' ids
     (graph nodes for chunks and images, payload rows for sentences and objects), none twice, none missing.
@@ -568,43 +533,6 @@ def check_index_units(vector_ids: Mapping[str, Sequence[str]], unit_ids: Mapping
         None,
         **{f"{n}_rows": r for n, r in rows.items()},
     )
-
-
-# -- what retrieval_index runs before publishing --------------------------------------------------
-
-
-def validate_publish_inputs(
-    tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph | None = None
-) -> list[CheckResult]:
-    """Every check over the inputs of an index version; returns the failures (empty when all pass).
-
-    ``tables`` holds all-partition frames (tables and ``*_vectors``); they are split by partition so a
-    failure names the partition it is in.
-    """
-    results: list[CheckResult] = []
-    for partition, parts in split_partitions(tables):
-        results += check_partition_tables(parts, partition)
-    if graph is not None:
-        need = ("chunks", "entity_mentions", "relations", "images", "objects")
-        results.append(check_graph_structure(graph))
-        if all(n in tables for n in need):
-            results.append(check_graph_counts(graph, *(tables[n] for n in need)))
-        if all(n in tables for n in ("chunk_vectors", "image_vectors", "images", "objects")):
-            results.append(check_vectors_match_nodes(tables, graph))
-    return [r for r in results if not r.passed]
-
-
-def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph) -> CheckResult:
-    """After shared units are collapsed as the publish does it, one vector row per graph node (chunks, images)
-    and per unit (sentences, objects, document entities, relations) in every index table.
-
-    ``tables``: all-partition ``*_vectors`` and the unit tables (sentences, images, objects, ...).
-    """
-    from mmkg.index.units import VECTOR_ASSET, check_units, collapse
-
-    present = {t: tables[a] for t, a in VECTOR_ASSET.items() if a in tables}
-    sources = ("images", "objects", "sentences", "document_entities", "relations")
-    return check_units(collapse(present, {n: tables[n] for n in sources if n in tables}), graph.nodes)
 
 
 def raise_for_failures(failures: Sequence[CheckResult], what: str) -> None:

@@ -89,9 +89,10 @@ def answer(data_root: Path, question: str) -> None:
     from mmkg.generation import ExtractiveGenerator
     from mmkg.generation import answer as ask
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     idx = Index.open(data_root / "index")
-    result = idx.retrieve(text=question, k=3)
+    result = retrieve(idx, text=question, k=3)
     console.print(f"\n[bold]Query:[/] {question}  [dim]({result.timings_ms['total']:.0f} ms, index {idx.version})[/]")
     for c in result.chunks:
         console.print(f"[bold]{c.rank}. {c.title}[/] [dim]{c.source_path} score {c.score:.4f}[/]")

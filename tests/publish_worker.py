@@ -53,11 +53,13 @@ def text_encoder_spec() -> Any:
 def main(data: Path, root: Path, partitions: list[str], wait: bool, keep: int | None = None) -> int:
     from mmkg.index.lock import PublishLocked
     from mmkg.index.publish import publish_index
+    from mmkg.retrieval.smoke import own_vector_probes
 
     graph, vectors, payload, mentions = publish_inputs(data, partitions)
     try:
         result = publish_index(root, text_encoder_spec(), graph, vectors, payload, mentions, wait=wait,
-                               log=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
+                               log=lambda m: print(m, file=sys.stderr, flush=True),
+                               probe=own_vector_probes)  # fmt: skip
     except PublishLocked as exc:
         print(exc, file=sys.stderr)
         return 3
@@ -96,6 +98,7 @@ def killed_then_republished(
     from mmkg.cli import app
     from mmkg.index import Index
     from mmkg.index.manifest import CURRENT, MANIFEST, current_version
+    from mmkg.retrieval import retrieve
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
            **(extra_env or {})}  # fmt: skip
@@ -115,7 +118,7 @@ def killed_then_republished(
                            text=True, env=env, timeout=600)  # fmt: skip
     verified = CliRunner().invoke(app, ["index", "verify", "--index", str(root)])
     idx = Index.open(root)
-    top = idx.retrieve(text=question, k=3)
+    top = retrieve(idx, text=question, k=3)
     return {
         "killed_rc": killed.returncode, "current_before": before, "current_after_kill": after_kill,
         "opens_after_kill": opens_after_kill, "whole_after_kill": whole_after_kill,

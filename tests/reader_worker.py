@@ -18,6 +18,7 @@ from pathlib import Path
 
 def main(root: Path, stop: Path, question: str, pinned: bool) -> int:
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     first = Index.open(root)
     encoder = first.encoder
@@ -29,7 +30,7 @@ def main(root: Path, stop: Path, question: str, pinned: bool) -> int:
         queries += 1
         try:
             idx = first if pinned else Index.open(root, encoder=encoder)
-            chunks = idx.retrieve(text=question, k=3).chunks
+            chunks = retrieve(idx, text=question, k=3).chunks
             parts = set(idx.manifest.partitions)
             if any(c.source_path.split("/")[0] not in parts for c in chunks):
                 mixed += 1

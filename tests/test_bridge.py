@@ -6,6 +6,7 @@ import numpy as np
 from conftest import ArtCorpus
 
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 from mmkg.retrieval.bridge import bridge_seeds, maps, mention_context, relation_text, title_keys
 from mmkg.retrieval.mg2 import MG2, PRESETS, route
 from mmkg.retrieval.registry import get_strategy
@@ -58,8 +59,8 @@ def test_auto_routes_by_scope_and_linked_entities(art: ArtCorpus):
     assert route(index, QUESTION, {"source_path": "art/blue_harbour.md"}) == "longdoc"  # within a document
     auto = get_strategy("mg2")  # the default strategy and preset of mmkg query
     assert auto.preset == "auto" and auto.routed
-    result = index.retrieve(text=QUESTION, k=2)
+    result = retrieve(index, text=QUESTION, k=2)
     assert result.preset == "auto/default"
-    plain = index.retrieve(text=QUESTION, k=2, strategy="mg2:default")
+    plain = retrieve(index, text=QUESTION, k=2, strategy="mg2:default")
     assert [c.chunk_id for c in result.chunks] == [c.chunk_id for c in plain.chunks]
     assert not get_strategy("mg2:auto", alpha=0.3).routed  # overrides apply to default's parameters, unrouted

@@ -23,7 +23,9 @@ from assets import checks, text
 from mmkg import schemas, validation
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
+from mmkg.index.units import validate_publish_inputs
 from mmkg.ingest import list_partitions
+from mmkg.retrieval.smoke import self_check, smoke_retrieval
 from pipelines.resources import default_resources
 
 PARTITION_CHECKS = [c for c in checks.CHECKS if next(iter(c.check_specs)).partitions_def is not None]
@@ -403,7 +405,7 @@ def test_smoke_retrieval_on_the_published_index(built: Built):
     from mmkg.index import Index
 
     idx = Index.open(built.data / "index")
-    r = validation.smoke_retrieval(idx)
+    r = smoke_retrieval(idx)
     assert r and r.metadata["probes"] == len(built.keys) and r.metadata["found"] == len(built.keys)
 
 
@@ -425,9 +427,9 @@ def test_a_passage_copied_into_many_partitions_passes_the_smoke_checks(tmp_path:
     build(corpus, data, DagsterInstance.ephemeral())  # the publish's own self-check and the blocking checks pass
     idx = Index.open(data / "index")
     assert idx.chunks.filter(pl.col("text").str.contains("Licence notice")).height == 7
-    r = validation.smoke_retrieval(idx)
+    r = smoke_retrieval(idx)
     assert r and r.metadata["probes"] == 7 and r.metadata["found"] == 7, r.description
-    assert idx.self_check(probes=7) == []
+    assert self_check(idx, probes=7) == []
 
 
 def test_smoke_probes_changed_partitions_and_a_rotating_few():
@@ -464,7 +466,7 @@ def test_changed_partitions_compares_with_the_version_before(built: Built, tmp_p
 def test_validate_publish_inputs_names_check_and_partition(space):
     broken = dict(space)
     broken["sentences"] = space["sentences"].with_columns(pl.lit("gone").alias("chunk_id"))
-    failures = validation.validate_publish_inputs(broken)
+    failures = validate_publish_inputs(broken)
     assert [f.label() for f in failures] == ["references [space]"]
     with pytest.raises(validation.ValidationError, match=r"references \[space\]: sentences.chunk_id"):
         validation.raise_for_failures(failures, "publish")

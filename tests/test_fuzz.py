@@ -18,6 +18,7 @@ from indexing import PARTITIONED, publish
 from mmkg.eval.fuzz import CUT, REJECTED, check, make_corpus
 from mmkg.index import Index
 from mmkg.ingest import Limits
+from mmkg.retrieval import retrieve
 from pipelines.resources import default_resources
 from resources import CorpusResource
 
@@ -82,6 +83,6 @@ def test_the_index_built_from_what_is_left_opens_and_answers(built):
     corpus, data, _, instance, resources = built
     publish(instance, resources)
     index = Index.open(data / "index")
-    result = index.retrieve(text="Who founded the Orion Institute?", k=5)
+    result = retrieve(index, text="Who founded the Orion Institute?", k=5)
     assert result.chunks and all(corpus.canary not in c.text for c in result.chunks)
     assert {c.partition for c in result.chunks} <= set(corpus.partitions)

@@ -34,13 +34,14 @@ from mmkg.generation import (
 )
 from mmkg.generation.base import approx_tokens
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 
 BIRTH = "Where was Margit Holm born?"
 
 
 def test_every_bundled_task_loads_and_fills_its_placeholders(art_index: Index, tmp_path: Path):
     assert {"qa", "vqa", "mg2_reasoning", "mg2_task_bc", "mg2_task_mc", "mkg_graph", "m3kg_triples"} <= set(tasks())
-    res = art_index.retrieve(text=BIRTH, k=3, strategy="mkg")
+    res = retrieve(art_index, text=BIRTH, k=3, strategy="mkg")
     for task in tasks():
         template = load_template(task)
         assert template.system and "${" in template.user
@@ -58,7 +59,7 @@ def test_every_bundled_task_loads_and_fills_its_placeholders(art_index: Index, t
 
 @pytest.mark.parametrize("budget", [60, 150, 400, 2000])
 def test_context_respects_the_token_budget(art_index: Index, budget: int):
-    res = art_index.retrieve(text=BIRTH, k=5, strategy="mkg")
+    res = retrieve(art_index, text=BIRTH, k=5, strategy="mkg")
     ctx = build_context(res, budget)
     shown = ctx.text + ctx.graph
     assert approx_tokens(ctx.text) + approx_tokens(ctx.graph) <= budget + 2 * len(ctx.evidence) + 2
@@ -74,7 +75,7 @@ def test_context_respects_the_token_budget(art_index: Index, budget: int):
 
 
 def test_citations_only_point_at_evidence_in_the_context(art_index: Index):
-    res = art_index.retrieve(text=BIRTH, k=5)
+    res = retrieve(art_index, text=BIRTH, k=5)
     ctx = build_context(res, 120)
     n = len(ctx.evidence)
     assert n >= 1
@@ -93,7 +94,7 @@ def test_extractive_answers_with_the_sentence_and_its_citation(art_index: Index)
             assert f"[{c.label}] " in a.context and texts[c.chunk_id][:40] in a.context
         assert a.invalid_citations == 0 and a.strategy == strategy
     # a request built without the reader (a caller's own prompt) still gets the best sentences, labelled as copied
-    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH)
+    request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=3), BIRTH)
     gen = ExtractiveGenerator().generate(replace(request, reading=None))
     assert gen.text.startswith("Extractive answer") and "born in Uppsala in 1890. [" in gen.text
 
@@ -182,7 +183,7 @@ def test_transformers_backend_answers_through_the_real_loading_code(art_index: I
     a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=6)
     assert a.backend == "transformers" and a.model == tiny_lm.name and not a.extractive
     assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 6  # a random model writes random words: the path
-    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 6)
+    request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 6)
     assert "".join(gen.stream(request)).split() == gen.generate(request).text.split()  # greedy: the same words
     with pytest.raises(GenerationError, match="cannot load the model"):
         get_generator("transformers", str(tiny_lm / "missing"))
@@ -233,7 +234,7 @@ def test_transformers_backend_shows_the_picture_to_a_vision_language_model(
     picture = tmp_path / "red.png"
     Image.new("RGB", (40, 30), (200, 10, 10)).save(picture)
     gen = get_generator("transformers", str(write_tiny_llava(tmp_path / "tiny-llava")))
-    request, _, task = prepare(art_index.retrieve(text=BIRTH, k=2), "What is in this picture?", None, 200, gen,
+    request, _, task = prepare(retrieve(art_index, text=BIRTH, k=2), "What is in this picture?", None, 200, gen,
                                picture, 4)  # fmt: skip
     assert task == "vqa" and request.images == (picture,)
     seen = gen.generate(request)
@@ -254,7 +255,7 @@ def test_llamacpp_backend_answers_in_process(art_index: Index, tiny_gguf: Path, 
     a = answer(art_index, BIRTH, gen, k=3, budget=300, max_tokens=8)
     assert a.backend == "llamacpp" and a.model == "tiny.gguf" and not a.extractive
     assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 8
-    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 8)
+    request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 8)
     assert "".join(gen.stream(request)) == gen.generate(request).text  # greedy: the same text
 
 
@@ -274,12 +275,12 @@ def test_openai_backend_sends_the_picture_as_a_data_url(art_index: Index, llama_
 
     from PIL import Image
 
-    from mmkg.generation.openai_backend import data_url
+    from mmkg.llm.openai_backend import data_url
 
     gen = get_generator("openai", "tiny", base_url=llama_server, timeout=60, max_retries=0)
     small = tmp_path / "dot.png"
     Image.new("RGB", (4, 4), (0, 90, 200)).save(small)
-    request, _, _ = prepare(art_index.retrieve(text=BIRTH, k=2), "What is in this picture?", None, 150, gen,
+    request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=2), "What is in this picture?", None, 150, gen,
                             small, 4)  # fmt: skip
     seen = gen.generate(request)
     blind = gen.generate(replace(request, images=()))

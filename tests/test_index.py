@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from mmkg.cli import app
 from mmkg.encoders import EncoderMismatch
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 from pipelines.resources import default_resources
 
 
@@ -42,12 +43,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
 
 def test_text_query_returns_the_expected_chunk_first(built: Built):
     idx = Index.open(built.data / "index")
-    res = idx.retrieve(text="Which mission did the first woman to command a Space Shuttle lead?", k=5)
+    res = retrieve(idx, text="Which mission did the first woman to command a Space Shuttle lead?", k=5)
     assert res.chunks[0].source_path == "space/eileen_collins.md"
     top = res.chunks[0]
     assert top.sentences and top.sentences[0].score > 0
     assert res.seeds > 0 and res.timings_ms["total"] > 0
-    res = idx.retrieve(text="Who found a moth in the Harvard Mark II relay?", k=5)
+    res = retrieve(idx, text="Who found a moth in the Harvard Mark II relay?", k=5)
     assert res.chunks[0].source_path == "computing_history/first_computer_bug.md"
 
 
@@ -57,20 +58,20 @@ def test_named_entities_seed_the_default_preset(built: Built):
     assert entities is not None and entities.height == idx.graph.counts()["entity_nodes"]
     q = "Which mission did the first woman to command a Space Shuttle lead?"
     assert [link.keys for link in idx.link(q)] == [("space shuttle",)]
-    res = idx.retrieve(text=q, k=5, preset="default")
+    res = retrieve(idx, text=q, k=5, preset="default")
     assert res.linked_entities == ["space shuttle"] and "link" in res.timings_ms
     assert res.chunks[0].source_path == "space/eileen_collins.md"
     # auto: no document is titled "Space Shuttle", so there is no page to walk to; the words decide
-    auto = idx.retrieve(text=q, k=5)
+    auto = retrieve(idx, text=q, k=5)
     assert auto.preset == "auto/longdoc" and auto.chunks[0].source_path == "space/eileen_collins.md"
     # the paper's presets seed from dense scores only
-    assert idx.retrieve(text=q, k=5, preset="evqa").linked_entities == []
+    assert retrieve(idx, text=q, k=5, preset="evqa").linked_entities == []
     # a partial name is not linked ("Harvard Mark" is an entity, "Harvard Mark II" is not): dense seeds alone
     plain = "Who found a moth in the Harvard Mark II relay?"
     assert idx.link(plain) == []
-    assert idx.retrieve(text=plain, k=5).preset == "auto/longdoc"  # auto: nothing named, the words decide
-    a = idx.retrieve(text=plain, k=5, preset="default")
-    b = idx.retrieve(text=plain, k=5, entity_seed_weight=0.0)
+    assert retrieve(idx, text=plain, k=5).preset == "auto/longdoc"  # auto: nothing named, the words decide
+    a = retrieve(idx, text=plain, k=5, preset="default")
+    b = retrieve(idx, text=plain, k=5, entity_seed_weight=0.0)
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in b.chunks]
     assert a.chunks[0].source_path == "computing_history/first_computer_bug.md"
 
@@ -79,7 +80,7 @@ def test_image_query_returns_the_chunk_holding_that_image(built: Built):
     from conftest import SAMPLE_CORPUS
 
     idx = Index.open(built.data / "index")
-    res = idx.retrieve(image=SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg", k=5)
+    res = retrieve(idx, image=SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg", k=5)
     top = res.chunks[0]
     assert top.source_path == "space/hubble_space_telescope.md"
     assert any(img.source.endswith("hubble_placard.jpg") for img in top.images)
@@ -87,18 +88,18 @@ def test_image_query_returns_the_chunk_holding_that_image(built: Built):
 
 def test_filters_restrict_results_safely(built: Built):
     idx = Index.open(built.data / "index")
-    res = idx.retrieve(text="Grace Hopper", k=10, filters={"partition": "space"})
+    res = retrieve(idx, text="Grace Hopper", k=10, filters={"partition": "space"})
     assert res.chunks and {c.partition for c in res.chunks} == {"space"}
     hostile = "space' OR 1=1 --"  # compared as a value: an unknown partition, named with the nearest ones
     with pytest.raises(ValueError, match=r"no partition \[\"space' OR 1=1 --\"\].*nearest"):
-        idx.retrieve(text="Grace Hopper", k=10, filters={"partition": hostile})
+        retrieve(idx, text="Grace Hopper", k=10, filters={"partition": hostile})
     with pytest.raises(ValueError, match="unknown filter"):
-        idx.retrieve(text="x", filters={"title": "x"})
+        retrieve(idx, text="x", filters={"title": "x"})
 
 
 def test_cli_matches_api(built: Built):
     idx = Index.open(built.data / "index")
-    api = idx.retrieve(text="espresso machine", k=3)
+    api = retrieve(idx, text="espresso machine", k=3)
     out = CliRunner().invoke(
         app, ["query", "espresso machine", "--k", "3", "--json", "--index", str(built.data / "index")]
     )
@@ -117,7 +118,7 @@ def test_wrong_encoder_is_a_clear_error(built: Built, tiny_clip):
 
 def test_reader_keeps_its_version_while_a_new_one_is_published(built: Built):
     old = Index.open(built.data / "index")
-    before = old.retrieve(text="Chelsea the cat", k=3)
+    before = retrieve(old, text="Chelsea the cat", k=3)
     doc = built.corpus / "nature_and_objects" / "siamese_cat.md"
     doc.write_text(
         "# Siamese cat\n\nThe Siamese cat comes from Thailand. Chelsea is not a Siamese cat.\n", encoding="utf-8"
@@ -127,9 +128,9 @@ def test_reader_keeps_its_version_while_a_new_one_is_published(built: Built):
     assert new.version != old.version
     assert new.manifest.counts["chunk_nodes"] == old.manifest.counts["chunk_nodes"] + 1
     # the old reader still answers from exactly what it opened
-    again = old.retrieve(text="Chelsea the cat", k=3)
+    again = retrieve(old, text="Chelsea the cat", k=3)
     assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in before.chunks]
-    assert any(c.source_path.endswith("siamese_cat.md") for c in new.retrieve(text="Siamese cat Thailand", k=3).chunks)
+    assert any(c.source_path.endswith("siamese_cat.md") for c in retrieve(new, text="Siamese cat Thailand", k=3).chunks)
     # publishing again with nothing changed keeps the version
     rerun = materialize(PARTITIONED + GLOBAL, instance=built.instance, resources=built.resources, selection=GLOBAL)
     assert rerun.success
@@ -202,13 +203,13 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     assert ann.manifest.ann_indexed == ["sentences", "document_entities", "relations"] and "sentences" in ann.tables
     exact = Index.open(built.data / "index")
     q = "Who found a moth in the Harvard Mark II relay?"
-    a, e = ann.retrieve(text=q, k=5), exact.retrieve(text=q, k=5)
+    a, e = retrieve(ann, text=q, k=5), retrieve(exact, text=q, k=5)
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in e.chunks]
     assert a.chunks[0].sentences[0].text == e.chunks[0].sentences[0].text
-    filtered = ann.retrieve(text=q, k=5, filters={"partition": "space"})
+    filtered = retrieve(ann, text=q, k=5, filters={"partition": "space"})
     assert {c.partition for c in filtered.chunks} == {"space"}
     # mKG-RAG reads the candidates' entities and relations from LanceDB by document instead of from memory
-    a, e = ann.retrieve(text=q, k=5, strategy="mkg"), exact.retrieve(text=q, k=5, strategy="mkg")
+    a, e = retrieve(ann, text=q, k=5, strategy="mkg"), retrieve(exact, text=q, k=5, strategy="mkg")
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in e.chunks]
     assert [(x.entity_key, round(x.score, 5)) for x in a.entities] == [
         (x.entity_key, round(x.score, 5)) for x in e.entities
@@ -281,8 +282,8 @@ def test_tables_written_in_batches_hold_the_same_rows(built: Built, tmp_path: Pa
     sentences = whole.manifest.counts["sentences"]
     assert sentences > 7  # so the sample's sentence table really went in several batches
     q = "Who found a moth in the Harvard Mark II relay?"
-    assert [c.chunk_id for c in batched.retrieve(text=q, k=5).chunks] == [
-        c.chunk_id for c in whole.retrieve(text=q, k=5).chunks
+    assert [c.chunk_id for c in retrieve(batched, text=q, k=5).chunks] == [
+        c.chunk_id for c in retrieve(whole, text=q, k=5).chunks
     ]
 
 
@@ -311,7 +312,7 @@ def _assert_recorded_mg2_answers(idx: Index) -> None:
     for case in golden:
         query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
         one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
-        res = idx.retrieve(**query, k=5, preset=case["preset"], **one_round)
+        res = retrieve(idx, **query, k=5, preset=case["preset"], **one_round)
         assert [c.chunk_id for c in res.chunks] == [w[0] for w in case["chunks"]], case
         assert [c.score for c in res.chunks] == pytest.approx([w[1] for w in case["chunks"]], abs=1e-4), case
 
@@ -370,15 +371,15 @@ def test_mmgraph_follows_cross_modal_links_from_a_picture(built: Built):
 
     idx = Index.open(built.data / "index")
     assert idx.has_payload("cross_modal_links")
-    res = idx.retrieve(image=SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg", k=5, strategy="mmgraph")
+    res = retrieve(idx, image=SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg", k=5, strategy="mmgraph")
     assert res.chunks[0].source_path == "space/hubble_space_telescope.md"
     shows = [r for r in res.relations if r.relation_id.startswith("xmodal:") and r.predicate == "shows"]
     assert {r.object for r in shows} >= {"The Hubble Space Telescope", "eXtreme Deep Field"}
     assert any("through cross-modal links" in n for n in res.notes)
-    text = idx.retrieve(text="Who commanded STS-93?", k=3, strategy="mmgraph")
+    text = retrieve(idx, text="Who commanded STS-93?", k=3, strategy="mmgraph")
     assert text.chunks[0].source_path == "space/eileen_collins.md"
     assert any(r.predicate == "shown in" for r in text.relations)  # a seed entity reaches her portrait
-    only = idx.retrieve(
+    only = retrieve(idx,
         text="Who commanded STS-93?", k=3, strategy="mmgraph", filters={"partition": "nature_and_objects"}
     )
     assert {c.partition for c in only.chunks} == {"nature_and_objects"}
@@ -437,7 +438,7 @@ def test_an_index_keeps_its_encoder_runtime_and_new_ones_get_onnx(tmp_path: Path
     index(old, "auto")  # re-indexed after the upgrade, with the default runtime
     spec = published_encoder(old / "index")
     assert spec.runtime == "torch" and spec.id == "text:all-MiniLM-L6-v2:384"
-    res = Index.open(old / "index").retrieve(text="The crew later toured schools across Ohio.", k=3)
+    res = retrieve(Index.open(old / "index"), text="The crew later toured schools across Ohio.", k=3)
     assert res.chunks[0].source_path == f"space/{doc.name}"
 
     new = tmp_path / "new"
@@ -446,7 +447,7 @@ def test_an_index_keeps_its_encoder_runtime_and_new_ones_get_onnx(tmp_path: Path
     assert spec.runtime == "onnx-int8" and spec.id == "text:all-MiniLM-L6-v2:384:onnx-int8"
     reader = Index.open(new / "index")
     assert reader.encoder.info.runtime == "onnx-int8"  # queries are embedded as the index was
-    assert reader.retrieve(text="Which mission did the first woman to command a Space Shuttle lead?",
+    assert retrieve(reader, text="Which mission did the first woman to command a Space Shuttle lead?",
                            k=3).chunks[0].source_path == "space/eileen_collins.md"  # fmt: skip
 
 

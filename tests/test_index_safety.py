@@ -24,6 +24,8 @@ from mmkg.index import Index
 from mmkg.index.integrity import IndexDamaged
 from mmkg.index.lock import PublishLocked, publish_lock
 from mmkg.index.manifest import CURRENT, current_version, list_versions
+from mmkg.retrieval import retrieve
+from mmkg.retrieval.smoke import self_check
 
 WORKER = Path(__file__).parent / "publish_worker.py"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -61,7 +63,7 @@ def test_two_publishes_released_at_once_land_one_after_the_other(art: ArtCorpus,
     assert [p.returncode for p in procs] == [0, 0], [x.read_text() for x in logs]
     assert sorted(list_versions(root)) == sorted(outs) and current_version(root) in outs
     idx = Index.open(root)  # the last one to publish is current, and whole
-    assert idx.retrieve(text="Where was Margit Holm born?", k=1).chunks[0].source_path == "art/margit_holm.md"
+    assert retrieve(idx, text="Where was Margit Holm born?", k=1).chunks[0].source_path == "art/margit_holm.md"
     for version in outs:
         out = _cli("index", "verify", "--index", str(root), "--version", version)
         assert out.exit_code == 0 and "all as published" in out.output, out.output
@@ -223,7 +225,7 @@ def test_gc_keeps_current_the_newest_and_the_recently_opened_and_what_they_read(
     assert current_version(root) == versions[4]
     for v in kept:  # every kept version still opens and reads exactly what it pinned
         assert verify(root, Manifest.read(root / "versions" / v)) == []
-        assert Index.open(root, version=v, encoder=False).self_check() == []
+        assert self_check(Index.open(root, version=v, encoder=False)) == []
 
     res = _cli("index", "gc", "--keep", "0", "--index", str(root))
     assert res.exit_code == 2 and "--keep must be at least 1" in res.output
@@ -304,7 +306,7 @@ def test_lance_history_is_compacted_and_pruned_to_what_kept_versions_read(art: A
     assert any(rel in logged and not (root / rel).exists() for m in manifests for rel in m.files)
     for m in manifests:  # ... so every kept version still verifies, opens and answers
         assert verify(root, m) == []
-        assert Index.open(root, version=m.version, encoder=False).self_check() == []
+        assert self_check(Index.open(root, version=m.version, encoder=False)) == []
     assert (root / PRUNED_LOG).exists() and not (root / ".lance-pruning.json").exists()
     # and a publish after the prune starts from the pinned, compacted tables
     run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), "art"],
@@ -334,7 +336,7 @@ def test_a_prune_killed_midway_loses_nothing_a_kept_version_reads(art: ArtCorpus
     version = current_version(root)
     # right after the kill, with nobody holding the lock: what LanceDB removed is not taken for damage
     assert verify(root, Manifest.read(root / "versions" / version)) == []
-    assert Index.open(root, encoder=False).self_check() == []
+    assert self_check(Index.open(root, encoder=False)) == []
     if point == "lance.optimize.done":
         assert (root / PENDING).exists() and pruned_files(root)
     run = subprocess.run([sys.executable, str(WORKER), str(art.data), str(root), "other"],
@@ -343,7 +345,7 @@ def test_a_prune_killed_midway_loses_nothing_a_kept_version_reads(art: ArtCorpus
     assert not (root / PENDING).exists()  # the next holder of the lock settled it
     out = _cli("index", "verify", "--index", str(root))
     assert out.exit_code == 0, out.output
-    assert Index.open(root).retrieve(text="Which is the largest lake in Sweden?", k=1).chunks
+    assert retrieve(Index.open(root), text="Which is the largest lake in Sweden?", k=1).chunks
 
 
 def test_readers_in_a_loop_during_publishes_and_retention_see_whole_versions(art: ArtCorpus, tmp_path: Path):

@@ -19,6 +19,7 @@ from mmkg.ingest import ingest_partition
 from mmkg.ingest.base import Limits, Rejected
 from mmkg.ingest.images import ImageStore
 from mmkg.ingest.media import layout, parse_subtitles, probe, sample_frames, sidecars, uniform_frames
+from mmkg.retrieval import retrieve, search
 
 DATA = Path(__file__).parent / "data"
 CORPUS = DATA / "media_corpus"
@@ -257,7 +258,7 @@ def test_frames_link_to_the_speech_of_their_shot(media_index):
 
 
 def test_text_query_points_at_the_time_span(media_index):
-    r = media_index.retrieve("Which river does the Brooklyn Bridge cross?", k=3)
+    r = retrieve(media_index, "Which river does the Brooklyn Bridge cross?", k=3)
     top = r.chunks[0]
     assert top.source_path == "talks/bridges.mp4" and (top.t_start, top.t_end) == pytest.approx((14.2, 18.88), abs=0.05)
     assert r.media[0].via == "chunk" and r.media[0].source_path == "talks/bridges.mp4"
@@ -265,9 +266,9 @@ def test_text_query_points_at_the_time_span(media_index):
 
 def test_video_query_finds_the_frames_of_a_video_without_transcript(media_index):
     """volcanoes.mp4 has no subtitles and no ASR here: only its frames can be found, by the query's frames."""
-    from mmkg.retrieval.base import Query
+    from mmkg.query import Query
 
-    r = media_index.search(Query(video=QUERIES / "q06.mp4"), k=5, strategy="m3kg")
+    r = search(media_index, Query(video=QUERIES / "q06.mp4"), k=5, strategy="m3kg")
     best = r.media[0]
     assert (best.source_path, best.via) == ("clips/volcanoes.mp4", "frame")
     assert 13.0 <= best.t_start <= 20.0  # the Krakatoa shot
@@ -276,7 +277,7 @@ def test_video_query_finds_the_frames_of_a_video_without_transcript(media_index)
 
 
 def test_m3kg_text_query_lifts_sentences_to_triples(media_index):
-    r = media_index.retrieve("In which year did Marie Curie win the Nobel Prize in Chemistry?", strategy="m3kg", k=3)
+    r = retrieve(media_index, "In which year did Marie Curie win the Nobel Prize in Chemistry?", strategy="m3kg", k=3)
     assert r.chunks[0].source_path == "talks/podcast.ogg"
     assert r.relations and all(rel.doc_id == r.chunks[0].doc_id for rel in r.relations if rel.hop == 0)
     assert any("GRASP visual grounding skipped: the query has no picture or video" in n for n in r.notes)
@@ -390,13 +391,13 @@ def a_dtype(blocks) -> bool:
 def test_audio_query_needs_asr(media_index, tmp_path: Path):
     from tiny_models import write_tiny_whisper
 
-    from mmkg.retrieval.base import Query
+    from mmkg.query import Query
 
     audio = CORPUS / "talks" / "podcast.ogg"
     with pytest.raises(ValueError, match="no ASR model to transcribe it"):
-        media_index.search(Query(audio=audio), strategy="m3kg")
+        search(media_index, Query(audio=audio), strategy="m3kg")
     model = write_tiny_whisper(tmp_path / "whisper")
-    r = media_index.search(Query(text="Marie Curie", audio=audio), strategy="m3kg", asr_model=str(model))
+    r = search(media_index, Query(text="Marie Curie", audio=audio), strategy="m3kg", asr_model=str(model))
     assert any("the query's audio says" in n for n in r.notes)
     assert any("audio grounding (text-to-audio grounding, Eq. 5) skipped" in n for n in r.notes)
     assert r.chunks[0].source_path == "talks/podcast.ogg"
@@ -426,11 +427,11 @@ def test_a_silent_shot_frame_stays_unattached():
 
 def test_m3kg_keeps_to_the_filters(media_index):
     """A video query restricted to one partition points only at files of that partition."""
-    from mmkg.retrieval.base import Query
+    from mmkg.query import Query
 
     query = Query(text="Which island is this?", video=QUERIES / "q06.mp4")  # the Krakatoa shot, in clips/
-    free = media_index.search(query, k=5, strategy="m3kg")
+    free = search(media_index, query, k=5, strategy="m3kg")
     assert free.media[0].source_path == "clips/volcanoes.mp4" and free.timings_ms["total"] > 0
-    kept = media_index.search(query, k=5, strategy="m3kg", filters={"partition": "talks"})
+    kept = search(media_index, query, k=5, strategy="m3kg", filters={"partition": "talks"})
     assert kept.chunks and all(c.partition == "talks" for c in kept.chunks)
     assert kept.media and all(m.source_path.startswith("talks/") for m in kept.media)

@@ -28,6 +28,7 @@ from dagster import (
 
 from mmkg.index import Index
 from mmkg.ingest.fingerprint import corpus_fingerprints, diff_fingerprints, partition_fingerprint
+from mmkg.retrieval import retrieve
 from pipelines.definitions import defs
 from pipelines.resources import default_resources
 from pipelines.schedules import LocalDaemon
@@ -239,7 +240,7 @@ def test_changed_document_reindexes_only_its_partition(env: Env):
 
     new = Index.open(env.index)
     assert new.version != old.version
-    res = new.retrieve(text="Who painted the STS-93 mission patch? Zorbatron Kelvingrove", k=3)
+    res = retrieve(new, text="Who painted the STS-93 mission patch? Zorbatron Kelvingrove", k=3)
     assert res.chunks[0].source_path == "space/eileen_collins.md"
     assert "Zorbatron Kelvingrove" in res.chunks[0].text
     assert not old.chunks.filter(pl.col("text").str.contains("Zorbatron")).height
@@ -305,11 +306,11 @@ def test_removed_partition_leaves_the_new_version_but_not_the_old(env: Env):
         tbl.checkout(version)
         assert gone not in set(tbl.to_arrow().column("partition").to_pylist()), name
     with pytest.raises(ValueError, match=f"no partition \\['{gone}'\\] in index version {new.version}"):
-        new.retrieve(text="Chelsea the cat", k=5, filters={"partition": gone})
+        retrieve(new, text="Chelsea the cat", k=5, filters={"partition": gone})
 
     # a reader pinned to the old version still reads the removed partition
     pinned = Index.open(env.index, version=old.version)
-    res = pinned.retrieve(text="Chelsea the cat", k=5, filters={"partition": gone})
+    res = retrieve(pinned, text="Chelsea the cat", k=5, filters={"partition": gone})
     assert res.chunks and res.chunks[0].partition == gone
 
     # the folder comes back under the same name: a new partition, indexed and published again

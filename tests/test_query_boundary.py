@@ -13,7 +13,8 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from mmkg.cli import app
-from mmkg.retrieval.base import MAX_QUERY_CHARS, Query, QueryError
+from mmkg.query import MAX_QUERY_CHARS, Query, QueryError
+from mmkg.retrieval import retrieve
 
 
 def _png(path: Path, size: tuple[int, int], mode: str = "1") -> Path:
@@ -36,7 +37,7 @@ def pictures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }  # fmt: skip
 
 
-# (name, keyword arguments of Index.retrieve, CLI arguments, what the error says)
+# (name, keyword arguments of mmkg.retrieval.retrieve, CLI arguments, what the error says)
 CASES = [
     ("negative k", {"text": "mill", "k": -2}, ["mill", "--k", "-2"], "k must be an integer from 1|--k.*greater than"),
     ("fractional k", {"text": "mill", "k": 2.5}, None, "k must be an integer from 1"),
@@ -68,7 +69,7 @@ PICTURE_CASES = [
 @pytest.mark.parametrize(("name", "kwargs", "argv", "message"), CASES, ids=[c[0] for c in CASES])
 def test_python_refuses_with_the_reason(art_index, name: str, kwargs: dict, argv: list | None, message: str):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
-        art_index.retrieve(**kwargs)
+        retrieve(art_index, **kwargs)
 
 
 @pytest.mark.parametrize(("name", "kwargs", "argv", "message"), [c for c in CASES if c[2] is not None],
@@ -88,7 +89,7 @@ def test_unreadable_or_huge_image_queries(art, art_index, pictures: dict[str, Pa
     import re
 
     with pytest.raises(QueryError) as err:
-        art_index.retrieve(image=pictures[kind])
+        retrieve(art_index, image=pictures[kind])
     assert re.search(message, str(err.value)), str(err.value)
     res = CliRunner().invoke(app, ["query", "--image", str(pictures[kind]), "--index", str(art.data / "index")])
     assert res.exit_code == 2 and re.search(message, " ".join(res.output.split())), res.output

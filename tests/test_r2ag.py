@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mmkg.index import Index
-from mmkg.index.property_graph import LABEL_PREFIX, PropertyGraph
-from mmkg.retrieval import get_strategy
+from mmkg.retrieval import get_strategy, retrieve
+from mmkg.retrieval.property_graph import LABEL_PREFIX, PropertyGraph
 from mmkg.retrieval.r2ag import R2AGParams
 from mmkg.retrieval.swmjs import TAU, swmjs
 
@@ -129,7 +129,7 @@ def test_property_graph_pictures_and_objects_are_levels_with_image_side_entities
 
 
 def test_r2ag_answers_from_the_query_entities_and_says_icot_was_skipped(art_index: Index):
-    res = art_index.retrieve(text=BIRTH, k=3, strategy="r2ag")
+    res = retrieve(art_index, text=BIRTH, k=3, strategy="r2ag")
     assert res.strategy == "r2ag" and res.preset == "default"
     assert res.chunks[0].source_path == "art/margit_holm.md"
     assert any("implicit chain-of-thought skipped: no generation backend configured" in n for n in res.notes)
@@ -137,11 +137,11 @@ def test_r2ag_answers_from_the_query_entities_and_says_icot_was_skipped(art_inde
     assert res.entities and res.entities[0].name == "Margit Holm" and res.entities[0].score == pytest.approx(1.0)
     assert all(c.score >= d.score for c, d in zip(res.chunks, res.chunks[1:], strict=False))
     assert {"first_stage", "subgraph", "swmjs", "total"} <= set(res.timings_ms)
-    pure = art_index.retrieve(text=BIRTH, k=3, strategy="r2ag:paper")
+    pure = retrieve(art_index, text=BIRTH, k=3, strategy="r2ag:paper")
     # pure SWMJS: the two pages that name her lead (the shorter entity set first: Jaccard favours it)
     assert pure.params["mix"] == 1.0
     assert {c.source_path for c in pure.chunks[:2]} == {"art/margit_holm.md", "art/blue_harbour.md"}
-    dense = art_index.retrieve(text=BIRTH, k=3, strategy="r2ag", first_stage="dense")
+    dense = retrieve(art_index, text=BIRTH, k=3, strategy="r2ag", first_stage="dense")
     assert dense.chunks[0].source_path == "art/margit_holm.md"
 
 
@@ -159,7 +159,7 @@ def test_r2ag_query_words_the_corpus_lacks_still_match_softly(art_index: Index):
 
 
 def test_r2ag_respects_filters_and_validates_parameters(art_index: Index):
-    res = art_index.retrieve(text=BIRTH, k=5, strategy="r2ag", filters={"partition": "other"})
+    res = retrieve(art_index, text=BIRTH, k=5, strategy="r2ag", filters={"partition": "other"})
     assert res.chunks and {c.source_path for c in res.chunks} == {"other/lakes.md"}
     with pytest.raises(ValueError, match="first_stage must be 'mg2' or 'dense'"):
         R2AGParams(first_stage="bm25")
@@ -177,8 +177,8 @@ def test_icot_relations_verified_above_the_threshold_join_the_subgraph(art_index
         "The Blue Harbour | painted by | Margit Holm\nMargit Holm | born in | Uppsala\nNobody | knows | Nothing",
         "1: 0.9\n2: 0.3",
     ]
-    plain = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag", mix=1.0)
-    res = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag", mix=1.0, icot_backend="openai", icot_model="judge",
+    plain = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag", mix=1.0)
+    res = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag", mix=1.0, icot_backend="openai", icot_model="judge",
                              icot_base_url=scripted_llm.url)  # fmt: skip
     assert len(scripted_llm.asked) == 2 and all(a["model"] == "judge" for a in scripted_llm.asked)
     discover = scripted_llm.asked[0]["messages"][-1]["content"]
@@ -197,8 +197,8 @@ def test_icot_relations_verified_above_the_threshold_join_the_subgraph(art_index
 
 def test_icot_with_an_llm_that_writes_nothing_usable_leaves_the_ranking_alone(art_index: Index, scripted_llm):
     scripted_llm.replies = ["I am not sure what you mean."]
-    plain = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag")
-    res = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="judge",
+    plain = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag")
+    res = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="judge",
                              icot_base_url=scripted_llm.url)  # fmt: skip
     assert any("no usable relation" in n for n in res.notes)
     assert [c.chunk_id for c in res.chunks] == [c.chunk_id for c in plain.chunks]
@@ -210,7 +210,7 @@ def test_icot_with_a_server_that_is_down_ranks_without_it(art_index: Index):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="judge",
+    res = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="judge",
                              icot_base_url=f"http://127.0.0.1:{port}/v1")  # fmt: skip
     assert res.chunks and any("implicit chain-of-thought failed, ranking without it: cannot reach" in n
                               for n in res.notes)  # fmt: skip
@@ -218,8 +218,8 @@ def test_icot_with_a_server_that_is_down_ranks_without_it(art_index: Index):
 
 def test_icot_through_llama_cpp_server_with_a_tiny_random_model(art_index: Index, llama_server: str):
     """A real server and a real (random) model: whatever it writes, the ranking stays sound and the notes say why."""
-    plain = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag")
-    res = art_index.retrieve(text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="tiny",
+    plain = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag")
+    res = retrieve(art_index, text=QUESTION, k=5, strategy="r2ag", icot_backend="openai", icot_model="tiny",
                              icot_base_url=llama_server)  # fmt: skip
     note = next(n for n in res.notes if n.startswith("implicit chain-of-thought"))
     assert "skipped" not in note and ("no usable relation" in note or "relations proposed" in note)

@@ -18,6 +18,7 @@ from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 
 
 @pytest.mark.parametrize(
@@ -106,7 +107,7 @@ def test_a_two_hop_answer_shows_the_graph_path(art_index: Index):
 
 
 def test_the_reader_declines_when_the_evidence_holds_nothing_of_the_type(art_index: Index):
-    res = art_index.retrieve(text="How many windows does the National Museum have?", k=5)
+    res = retrieve(art_index, text="How many windows does the National Museum have?", k=5)
     request, ctx, _ = prepare(res, "How many windows does the National Museum have?")
     reading = request.reading
     assert reading is not None and reading.abstained and reading.text == NOT_ANSWERABLE
@@ -117,7 +118,7 @@ def test_the_reader_declines_when_the_evidence_holds_nothing_of_the_type(art_ind
 
 def test_prompts_for_models_carry_the_reading(art_index: Index):
     q = "Where was the painter of The Blue Harbour born?"
-    request, _, _ = prepare(art_index.retrieve(text=q, k=5), q, "qa")
+    request, _, _ = prepare(retrieve(art_index, text=q, k=5), q, "qa")
     assert "Expected answer: place" in request.user and "Uppsala [" in request.user
     assert "Path: " in request.user
 
@@ -294,7 +295,7 @@ def test_alternatives_joined_by_and_after_out_of():
 def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index):
     # k=1 retrieves the painting's page only; the painter's page comes from the bridge's own retrieval
     q = "Where was the painter of The Blue Harbour born?"
-    first = art_index.retrieve(text=q, k=1)
+    first = retrieve(art_index, text=q, k=1)
     assert [c.title for c in first.chunks] == ["The Blue Harbour"]
     a = answer(art_index, q, ExtractiveGenerator(), k=1)
     assert a.short_answer == "Uppsala", a.reading["reason"]

@@ -7,6 +7,7 @@ import pytest
 from conftest import write_pdf
 
 from mmkg.index import Index
+from mmkg.retrieval import retrieve
 from mmkg.retrieval.mg2 import MG2, PRESETS
 from mmkg.retrieval.references import PageRef, parse, printed_labels, resolve_pages
 
@@ -115,7 +116,7 @@ def test_a_question_that_names_a_page_gets_that_page(report_index: Index):
 
 
 def test_a_named_figure_is_found_where_its_caption_is(report_index: Index):
-    result = report_index.retrieve(text="What does Figure 2 show?", k=3, strategy="mg2:longdoc")
+    result = retrieve(report_index, text="What does Figure 2 show?", k=3, strategy="mg2:longdoc")
     assert result.references == ["figure 2"]
     top = [(c.source_path, c.page) for c in result.chunks[:2]]
     assert top == [("harbour/review.pdf", 4), ("notes/memo.md", None)]  # the caption first, then the mention

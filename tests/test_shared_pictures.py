@@ -26,6 +26,8 @@ from mmkg.index.publish import PublishError, payload_tables, publish_index
 from mmkg.index.units import collapse
 from mmkg.ingest.images import hash_distance, perceptual_hash
 from mmkg.partitioned import PartitionedParquet
+from mmkg.retrieval import retrieve
+from mmkg.retrieval.smoke import own_vector_probes, self_check
 
 PLACARD = "hubble_placard.jpg"
 HUBBLE_MD = """# The Hubble placard
@@ -130,7 +132,7 @@ def _documents_first(res, n: int) -> list[str]:
 
 def test_one_unit_per_picture_and_every_occurrence_cited(corpus: Corpus):
     idx = Index.open(corpus.data / "index")
-    assert idx.self_check() == []
+    assert self_check(idx) == []
     placard = _placard_id(idx)
     # one image row and one image node per content id, in the payload, in LanceDB and in the graph
     rows = _lance_rows(corpus.data, idx.version)
@@ -159,7 +161,7 @@ def test_image_query_ranks_every_document_that_shows_the_picture_first(corpus: C
     idx = Index.open(corpus.data / "index")
     placard = _placard_id(idx)
     query = corpus.root / "alpha" / "images" / PLACARD
-    res = idx.retrieve(image=query, k=10)
+    res = retrieve(idx, image=query, k=10)
     showing = {"alpha/hubble.md", "alpha/records.jsonl", "alpha/report.pdf", "beta/visit.md"}
     assert set(_documents_first(res, 4)) == showing
     assert placard in res.matched_images
@@ -168,9 +170,9 @@ def test_image_query_ranks_every_document_that_shows_the_picture_first(corpus: C
     assert hit.same_as_query and hit.source == f"beta/images/{PLACARD}"
     assert {o.source_path for o in hit.occurrences} == {"alpha/hubble.md", "alpha/records.jsonl", "beta/visit.md"}
     # the paper's presets keep their r0: no same-picture seeds
-    assert idx.retrieve(image=query, k=5, preset="evqa").matched_images == []
+    assert retrieve(idx, image=query, k=5, preset="evqa").matched_images == []
     # filters: a picture is allowed by any document that shows it; the other partition's places drop out
-    only_beta = idx.retrieve(image=query, k=5, filters={"partition": "beta"})
+    only_beta = retrieve(idx, image=query, k=5, filters={"partition": "beta"})
     assert only_beta.chunks[0].source_path == "beta/visit.md"
     assert {c.partition for c in only_beta.chunks} == {"beta"}
 
@@ -183,7 +185,7 @@ def test_shared_object_is_one_row_with_each_occurrence(corpus: Corpus):
     occ = idx.object_occurrences.filter(pl.col("object_id").is_in(objects["object_id"].implode()))
     assert set(occ["partition"]) == {"alpha", "beta"}
     # evidence of a chunk in each partition lists the shared object
-    res = idx.retrieve(image=corpus.root / "alpha" / "images" / PLACARD, k=10)
+    res = retrieve(idx, image=corpus.root / "alpha" / "images" / PLACARD, k=10)
     for part in ("alpha", "beta"):
         chunk = next(c for c in res.chunks if c.partition == part and any(i.image_id == placard for i in c.images))
         assert {o.image_id for o in chunk.objects} >= {placard}, part
@@ -201,11 +203,11 @@ def test_deleting_documents_keeps_the_picture_until_the_last_one_goes(corpus: Co
     (root / "beta" / "images" / PLACARD).unlink()  # else the unlinked file is a document of its own
     build(root, data, instance, keys=["beta", "alpha"])
     idx = Index.open(data / "index")
-    assert idx.version != first and idx.self_check() == []
+    assert idx.version != first and self_check(idx) == []
     places = idx.image_occurrences.filter(pl.col("image_id") == placard)
     assert set(places["partition"]) == {"alpha"}  # beta no longer shows it; alpha still does
     assert placard in set(idx.images["image_id"])
-    res = idx.retrieve(image=root / "alpha" / "images" / PLACARD, k=10)
+    res = retrieve(idx, image=root / "alpha" / "images" / PLACARD, k=10)
     assert set(_documents_first(res, 3)) == {"alpha/hubble.md", "alpha/records.jsonl", "alpha/report.pdf"}
 
     for name in ("hubble.md", "records.jsonl"):
@@ -213,16 +215,16 @@ def test_deleting_documents_keeps_the_picture_until_the_last_one_goes(corpus: Co
     (root / "alpha" / "images" / PLACARD).unlink()
     build(root, data, instance, keys=["alpha", "beta"])
     idx = Index.open(data / "index")
-    assert idx.self_check() == []
+    assert self_check(idx) == []
     assert placard not in set(idx.images["image_id"]), "the last place that showed it is gone"
     assert placard not in set(idx.objects["image_id"])
     assert _lance_rows(data, idx.version)["images"] == idx.graph.counts()["image_nodes"]
     # the PDF still shows (a re-encoded copy of) the picture: an image query finds that page first
-    res = idx.retrieve(image=corpus.root / "alpha" / "images" / PLACARD, k=5)
+    res = retrieve(idx, image=corpus.root / "alpha" / "images" / PLACARD, k=5)
     assert res.chunks[0].source_path == "alpha/report.pdf"
     # every version ever published still opens and passes its own check
     for version in list_versions(data / "index"):
-        assert Index.open(data / "index", version=version, encoder=False).self_check() == [], version
+        assert self_check(Index.open(data / "index", version=version, encoder=False)) == [], version
 
 
 def _publish_inputs(data: Path) -> dict:
@@ -279,7 +281,9 @@ def test_publish_never_moves_current_to_a_version_that_does_not_open(
     # 1. the unit check refuses the uncollapsed rows, naming the picture, before anything is written
     placard = _placard_id(Index.open(root, encoder=False))
     with pytest.raises(validation.ValidationError, match="more than one vector row") as err:
-        publish_index(root, spec, graph, inputs["vectors"], inputs["payload"], inputs["mentions"])
+        publish_index(
+            root, spec, graph, inputs["vectors"], inputs["payload"], inputs["mentions"], probe=own_vector_probes
+        )
     assert placard in str(err.value)
     assert current_version(root) == before and not (root / "failed").exists()
 
@@ -287,10 +291,12 @@ def test_publish_never_moves_current_to_a_version_that_does_not_open(
     ok = validation.CheckResult("index_units", True, "skipped by the test")
     monkeypatch.setattr(publish, "check_units", lambda *a, **k: ok)
     with pytest.raises(PublishError, match="CURRENT stays at") as err:
-        publish_index(root, spec, graph, inputs["vectors"], inputs["payload"], inputs["mentions"])
+        publish_index(
+            root, spec, graph, inputs["vectors"], inputs["payload"], inputs["mentions"], probe=own_vector_probes
+        )
     assert "cannot reshape" in str(err.value) or "rows" in str(err.value)
     assert current_version(root) == before
-    assert Index.open(root, encoder=False).self_check() == []
+    assert self_check(Index.open(root, encoder=False)) == []
     failed = list((root / "failed").iterdir())
     assert len(failed) == 1 and failed[0].name in str(err.value)
     assert failed[0].name not in list_versions(root)
@@ -299,9 +305,11 @@ def test_publish_never_moves_current_to_a_version_that_does_not_open(
     monkeypatch.undo()
     inputs = _publish_inputs(data)
     inputs["graph"].adjacency.data *= 2.0
-    result = publish_index(root, spec, inputs["graph"], inputs["vectors"], inputs["payload"], inputs["mentions"])
+    result = publish_index(
+        root, spec, inputs["graph"], inputs["vectors"], inputs["payload"], inputs["mentions"], probe=own_vector_probes
+    )
     assert not result.reused and current_version(root) == result.version
-    assert Index.open(root, encoder=False).self_check() == []
+    assert self_check(Index.open(root, encoder=False)) == []
 
 
 def test_perceptual_hash_finds_the_same_picture_and_only_it(photo):
@@ -338,7 +346,7 @@ def test_r2ag_image_query_matches_the_pictures_image_side_entities(corpus: Corpu
     assert {"picture", "ocr"} <= set(qe.sources.values())
     placard_objects = idx.objects.filter(pl.col("image_id") == _placard_id(idx))
     assert set(placard_objects["entity_key"].drop_nulls()) <= set(qe.keys)
-    res = idx.retrieve(image=query, k=10, strategy="r2ag")
+    res = retrieve(idx, image=query, k=10, strategy="r2ag")
     showing = {"alpha/hubble.md", "alpha/records.jsonl", "alpha/report.pdf", "beta/visit.md"}
     assert set(_documents_first(res, 4)) == showing
     assert res.entities and any("Hubble" in e.name for e in res.entities)
@@ -371,7 +379,13 @@ def test_vectors_read_from_the_partition_files_a_batch_at_a_time_publish_the_sam
     inputs = _publish_inputs(corpus.data)
     spec = Index.open(corpus.data / "index", encoder=False).manifest.encoder
     in_memory = publish_index(
-        tmp_path / "a", spec, inputs["graph"], inputs["vectors"], inputs["payload"], inputs["mentions"]
+        tmp_path / "a",
+        spec,
+        inputs["graph"],
+        inputs["vectors"],
+        inputs["payload"],
+        inputs["mentions"],
+        probe=own_vector_probes,
     )
     written: list[int] = []
     arrow = publish._arrow
@@ -379,7 +393,9 @@ def test_vectors_read_from_the_partition_files_a_batch_at_a_time_publish_the_sam
     monkeypatch.setattr(publish, "_arrow", lambda df, *a: written.append(df.height) or arrow(df, *a))
     files = {g: _on_disk(corpus.data, f"{g[:-1]}_vectors") for g in ("chunks", "sentences", "images", "objects")}
     assert len(files["chunks"].partitions()) == 2
-    on_disk = publish_index(tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"])
+    on_disk = publish_index(
+        tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"], probe=own_vector_probes
+    )
 
     assert on_disk.manifest.partitions == in_memory.manifest.partitions
     assert on_disk.manifest.counts == in_memory.manifest.counts
@@ -389,6 +405,8 @@ def test_vectors_read_from_the_partition_files_a_batch_at_a_time_publish_the_sam
         assert b[name] == a[name], name
     assert max(written) == 3 and len(written) > 10  # every table went through in batches of at most 3 rows
     # the files publish is reused by an identical second publish, and the picture is still one unit
-    again = publish_index(tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"])
+    again = publish_index(
+        tmp_path / "b", spec, inputs["graph"], files, inputs["payload"], inputs["mentions"], probe=own_vector_probes
+    )
     assert again.reused
-    assert Index.open(tmp_path / "b", encoder=False).self_check() == []
+    assert self_check(Index.open(tmp_path / "b", encoder=False)) == []

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from mmkg.cli import app
 from mmkg.eval.methods import make_methods, parse_methods
 from mmkg.index import Index
-from mmkg.retrieval import STRATEGIES, Query, describe, get_strategy
+from mmkg.retrieval import STRATEGIES, Query, describe, get_strategy, retrieve, search
 from mmkg.retrieval.mkg import MKGParams
 
 QUESTION = "Where was the painter of The Blue Harbour born?"
@@ -79,8 +79,8 @@ def test_query_object_and_modalities(idx: Index, tmp_path: Path):
     audio.write_bytes(b"RIFF")
     for name in ("mg2", "mkg", "r2ag", "mmgraph"):
         with pytest.raises(ValueError, match=rf"strategy {name} does not answer \['audio'\] queries"):
-            idx.search(Query(audio=audio), k=3, strategy=name)
-    res = idx.search(Query(text=QUESTION), k=2, strategy="mkg")
+            search(idx, Query(audio=audio), k=3, strategy=name)
+    res = search(idx, Query(text=QUESTION), k=2, strategy="mkg")
     assert res.query_text == QUESTION and len(res.chunks) == 2
 
 
@@ -99,7 +99,7 @@ def test_index_publishes_document_entity_and_relation_vectors(idx: Index):
 
 
 def test_mkg_reaches_the_answer_only_through_a_one_hop_neighbour(idx: Index):
-    one_hop = idx.retrieve(text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=1)
+    one_hop = retrieve(idx, text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=1)
     assert [e.name for e in one_hop.entities if e.hop == 0] == ["The Blue Harbour"]
     holm = next(e for e in one_hop.entities if e.name == "Margit Holm")
     assert holm.hop == 1 and holm.score >= 0.3
@@ -108,43 +108,43 @@ def test_mkg_reaches_the_answer_only_through_a_one_hop_neighbour(idx: Index):
     assert answer is not None and answer.score > 0 and answer.rank <= 2  # supported by the neighbour
     assert "born in Uppsala" in answer.text
     # without the expansion the painter's page has no support: it only trails by its cosine
-    no_hop = idx.retrieve(text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=0)
+    no_hop = retrieve(idx, text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=0)
     assert [e.name for e in no_hop.entities] == ["The Blue Harbour"] and not no_hop.relations
     trailing = _chunk(idx, no_hop, "art/margit_holm.md")
     assert trailing is None or trailing.score == 0.0
     # a threshold no neighbour reaches keeps the expansion from adding anything
-    strict = idx.retrieve(text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=1, neighbor_threshold=0.99)
+    strict = retrieve(idx, text=QUESTION, k=4, strategy="mkg", graph_top_k=1, hops=1, neighbor_threshold=0.99)
     assert [e.name for e in strict.entities] == ["The Blue Harbour"]
 
 
 def test_mkg_k_d_and_k_g_bound_the_two_stages(idx: Index):
-    one_doc = idx.retrieve(text=QUESTION, k=10, strategy="mkg", doc_top_k=1)
+    one_doc = retrieve(idx, text=QUESTION, k=10, strategy="mkg", doc_top_k=1)
     assert {c.source_path for c in one_doc.chunks} == {"art/blue_harbour.md"}
     assert all(set(e.doc_ids) == {one_doc.chunks[0].doc_id} for e in one_doc.entities)
     for k_g in (1, 3, 5):
-        res = idx.retrieve(text=QUESTION, k=5, strategy="mkg", graph_top_k=k_g, hops=0)
+        res = retrieve(idx, text=QUESTION, k=5, strategy="mkg", graph_top_k=k_g, hops=0)
         assert res.seeds == k_g == len(res.entities) + len(res.relations)
         scores = sorted([e.score for e in res.entities] + [r.score for r in res.relations], reverse=True)
         assert scores == sorted(scores, reverse=True) and min(scores) > 0
-    default = idx.retrieve(text=QUESTION, k=5, strategy="mkg")
+    default = retrieve(idx, text=QUESTION, k=5, strategy="mkg")
     assert default.params == {"doc_top_k": 10, "graph_top_k": 10, "hops": 1, "neighbor_threshold": 0.3}
     assert default.strategy == "mkg" and default.preset == "paper"
 
 
 def test_mkg_filters_apply_to_both_stages(idx: Index):
-    res = idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "other"})
+    res = retrieve(idx, text=QUESTION, k=5, strategy="mkg", filters={"partition": "other"})
     assert res.chunks and {c.partition for c in res.chunks} == {"other"}
     assert all(e.doc_ids == [res.chunks[0].doc_id] for e in res.entities)
     elsewhere = idx.documents.filter(pl.col("partition") != "other")["doc_id"][0]
     # both filters hold values the index has, but no document meets both
-    empty = idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "other", "doc_id": elsewhere})
+    empty = retrieve(idx, text=QUESTION, k=5, strategy="mkg", filters={"partition": "other", "doc_id": elsewhere})
     assert empty.chunks == [] and empty.notes == ["no document passed the filters"]
     with pytest.raises(ValueError, match="no partition"):
-        idx.retrieve(text=QUESTION, k=5, strategy="mkg", filters={"partition": "space' OR 1=1 --"})
+        retrieve(idx, text=QUESTION, k=5, strategy="mkg", filters={"partition": "space' OR 1=1 --"})
 
 
 def test_mg2_results_carry_graph_evidence(idx: Index):
-    res = idx.retrieve(text="Who painted The Blue Harbour?", k=3)
+    res = retrieve(idx, text="Who painted The Blue Harbour?", k=3)
     assert res.strategy == "mg2" and res.preset == "auto/default"  # it names an entity: routed to default
     assert res.entities and res.entities[0].score >= res.entities[-1].score
     assert any(e.name == "The Blue Harbour" and e.hop == 0 for e in res.entities)  # the entity the query names

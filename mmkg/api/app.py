@@ -45,7 +45,9 @@ from starlette.exceptions import HTTPException
 from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
 from mmkg.api.models import AskRequest, QueryRequest, SubgraphRequest
-from mmkg.retrieval.base import PictureTooLarge, QueryError, check_picture
+from mmkg.query import PictureTooLarge, QueryError, check_picture
+from mmkg.retrieval import engine as retrieval
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.registry import refused_from_clients
 
 log = logging.getLogger(__name__)
@@ -264,13 +266,13 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             raise
 
     def search(req: QueryRequest, files: dict[str, Path]) -> dict[str, Any]:
-        from mmkg.retrieval.base import Query
+        from mmkg.query import Query
 
         index = holder.current()
         query = Query(text=req.text, image=files.get("image"), video=files.get("video"), audio=files.get("audio"))
         filters = req.filters.as_dict() if req.filters else None
         try:
-            result = index.search(query, k=req.k, strategy=req.strategy, preset=req.preset, filters=filters,
+            result = retrieval.search(index, query, k=req.k, strategy=req.strategy, preset=req.preset, filters=filters,
                                   **req.params)  # fmt: skip
         except (ValueError, TypeError) as exc:
             raise ApiError(400, str(exc)) from exc
@@ -388,10 +390,10 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     @app.get("/chunks/{chunk_id}", summary="One chunk: text, document, page or time span, pictures and objects")
     async def chunk(chunk_id: str) -> dict[str, Any]:
         index = holder.current()
-        row = index.chunk_record(chunk_id)
+        row = ev.chunk_record(index, chunk_id)
         if row is None:
             raise ApiError(404, f"no chunk {chunk_id!r} in index version {index.version}")
-        [hit] = index.evidence(index.chunk_rows([chunk_id]), _zeros(index))
+        [hit] = ev.chunks(index, index.chunk_rows([chunk_id]), _zeros(index))
         out = json.loads(json.dumps(_asdict(hit), default=str))
         for img in out["images"]:
             img.pop("blob_path", None)
@@ -399,7 +401,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
 
     def picture(image_id: str) -> tuple[Any, dict]:
         index = holder.current()
-        row = index.image_record(image_id)
+        row = ev.image_record(index, image_id)
         if row is None:
             raise ApiError(404, f"no picture {image_id!r} in index version {index.version}")
         return index, row
@@ -561,7 +563,7 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
     nodes = index.graph.nodes
     kinds = nodes["kind"].to_list()
     keys = nodes["key"].to_list()
-    names = index.entity_names()
+    names = ev.entity_names(index)
     chunk_rows = set(rows)
     entity_hits: dict[int, int] = {}
     images: set[int] = set()
@@ -579,7 +581,7 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
     for n in keep:
         kind = kinds[n]
         if kind == "chunk":
-            c = index.chunk_record(keys[n]) or {}
+            c = ev.chunk_record(index, keys[n]) or {}
             label = (c.get("title") or "chunk") + (f" p.{c['page']}" if c.get("page") else "")
         elif kind == "entity":
             label = names.get(keys[n], (keys[n], ""))[0]

@@ -3,8 +3,8 @@
 A request that passes here is safe to hand to a strategy: ``k`` is an integer in range (a string
 or a float is refused, not coerced), text is valid Unicode within a length bound, filters name
 known columns with string values, and strategy parameters are scalars. The text rule and the
-checks of k, filter values and pictures are the reader's own (``mmkg.retrieval.base``,
-``Index.search``), so the CLI, Python callers and the API refuse the same things the same way.
+checks of k, filter values and pictures are the reader's own (``mmkg.query``,
+``mmkg.retrieval.search``), so the CLI, Python callers and the API refuse the same things the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator, model_validator
 
-from mmkg.retrieval.base import MAX_QUERY_CHARS, clean_text
+from mmkg.query import MAX_QUERY_CHARS, clean_text
 
 MAX_FILTER_VALUES = 1_000
 Scalar = StrictBool | StrictInt | float | str

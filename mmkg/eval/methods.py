@@ -20,8 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 import polars as pl
 
-from mmkg.index.reader import FILTER_KEYS, Index
-from mmkg.retrieval import PRESETS, STRATEGIES, parse_spec
+from mmkg.index.reader import Index
+from mmkg.query import FILTER_KEYS
+from mmkg.retrieval import PRESETS, STRATEGIES, parse_spec, retrieve
 
 Filters = dict[str, str | Sequence[str]] | None
 
@@ -98,7 +99,7 @@ class DenseMethod:
 
 @dataclass
 class StrategyMethod:
-    """A retrieval strategy with one preset (``Index.retrieve(strategy=...)``)."""
+    """A retrieval strategy with one preset (``mmkg.retrieval.retrieve(index, strategy=...)``)."""
 
     index: Index
     spec: str  # name:preset
@@ -110,7 +111,7 @@ class StrategyMethod:
         self.name = self.name or self.spec
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
-        res = self.index.retrieve(text=text, k=depth, strategy=self.spec, filters=dict(filters) if filters else None)
+        res = retrieve(self.index, text=text, k=depth, strategy=self.spec, filters=dict(filters) if filters else None)
         self._last = {
             "linked_entities": res.linked_entities,
             **({"references": res.references} if res.references else {}),

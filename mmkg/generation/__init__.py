@@ -1,11 +1,12 @@
 """Grounded generation: any strategy's result becomes a prompt, a backend writes the answer, citations point at
 the evidence it used.
 
-- ``base``: ``GenerationRequest``, ``Generation``, the ``Generator`` protocol;
+- ``base``: ``GenerationRequest``, ``Generation``, the ``Generator`` protocol (``mmkg.llm``'s);
 - ``context``: numbered evidence within a token budget, and citations parsed back;
 - ``prompts/`` + ``prompts.py``: task templates as editable files (``--task``);
-- backends: ``extractive`` (offline default, no model: the reader's short answer), ``openai`` (any
-  OpenAI-compatible endpoint), ``llamacpp`` (a GGUF in process), ``transformers`` (a local Hugging Face model);
+- backends: ``extractive`` (offline default, no model: the reader's short answer), and the model backends of
+  ``mmkg.llm``: ``openai`` (any OpenAI-compatible endpoint), ``llamacpp`` (a GGUF in process),
+  ``transformers`` (a local Hugging Face model);
 - ``question``: what a question asks for (answer type, relation, names, options, bridge), from spaCy's parse;
 - ``reader``: the short answer read out of the evidence without a model, with support spans and graph path;
 - ``answer``: the ``Answer`` object and ``answer(index, question, generator)``.
@@ -20,25 +21,17 @@ from mmkg.generation.base import Evidence, Generation, GenerationError, Generati
 from mmkg.generation.context import Context, build_context, cited_labels
 from mmkg.generation.extractive import ExtractiveGenerator
 from mmkg.generation.prompts import load_template, tasks
+from mmkg.llm import LLM_BACKENDS, get_llm
 
-BACKENDS = ("extractive", "openai", "llamacpp", "transformers")
+BACKENDS = ("extractive", *LLM_BACKENDS)
 
 
 def get_generator(backend: str = "extractive", model: str | None = None, **options: Any) -> Generator:
     """A backend by name; ``model`` is a model name (openai), a .gguf path (llamacpp) or a folder (transformers)."""
     if backend == "extractive":
         return ExtractiveGenerator()
-    if backend == "openai":
-        from mmkg.generation.openai_backend import OpenAIGenerator
-
-        return OpenAIGenerator(model=model, **options)
-    if backend in ("llamacpp", "transformers"):
-        if not model:
-            raise GenerationError(f"the {backend} backend needs --model (a local path)")
-        from mmkg.generation.local import LlamaCppGenerator, TransformersGenerator
-
-        cls: Any = LlamaCppGenerator if backend == "llamacpp" else TransformersGenerator
-        return cls(model, **options)
+    if backend in LLM_BACKENDS:
+        return get_llm(backend, model, **options)
     raise GenerationError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
 
 

@@ -25,6 +25,7 @@ from mmkg.generation.context import Context, build_context, citation_markers, ci
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
+from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval.results import RetrievalResult
 
 #: chunks retrieved for each option of a choice or comparison question, beside the question's own
@@ -186,7 +187,7 @@ def retrieve(
     retrieval too (``per_option`` chunks each, queried with the option and the question's relation words),
     so every option's value can be read even when the question's retrieval found one side only.
     Option chunks lead the list (one per option first), then the question's, without repeats."""
-    result = index.retrieve(text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
+    result = retrieval.retrieve(index, text=question, image=image, k=k, strategy=strategy, filters=filters, **params)
     t0 = time.perf_counter()
     analysis = analyze(question)
     result.timings_ms["question"] = round((time.perf_counter() - t0) * 1e3, 2)  # the parse, counted with reading
@@ -199,7 +200,7 @@ def retrieve(
     extra: list[list[Any]] = []
     for thing in things:
         query = " ".join([thing, *analysis.relation_words])
-        hits = index.retrieve(text=query, k=per_option, strategy=strategy, filters=filters, **params).chunks
+        hits = retrieval.retrieve(index, text=query, k=per_option, strategy=strategy, filters=filters, **params).chunks
         extra.append(hits)
     seen: set[str] = set()
     merged = []
@@ -229,8 +230,8 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
         return result
     words = [w for w in analysis.relation_words if w.lower() not in (analysis.bridge, analysis.bridge_kind)]
     t0 = time.perf_counter()
-    hits = index.retrieve(text=" ".join([bridge, *words]), k=per_option, strategy=strategy, filters=filters,
-                          **params).chunks  # fmt: skip
+    hits = retrieval.retrieve(index, text=" ".join([bridge, *words]), k=per_option, strategy=strategy,
+                              filters=filters, **params).chunks  # fmt: skip
     seen: set[str] = set()
     merged = []
     for c in [*result.chunks[:2], *hits, *result.chunks[2:]]:

@@ -7,11 +7,11 @@ written, so a file the previous version already recorded with the same size keep
 instead of being read again:
 the cost of a publish grows with what changed, and damage to an old file is never re-blessed.
 
-``sizes_wrong`` (run by ``Index.open``) stats the files: a missing or truncated one is an error that
-names it. ``verify`` (``mmkg index verify``) reads every byte and names each file whose digest
-differs: flipped bytes of the same size are caught there. A Lance file that is missing because
-LanceDB pruned it on purpose (``mmkg.index.history``: a file of another table version, which this
-version never read) is not a problem.
+``open_version`` (what ``Index.open`` and ``describe`` do first) runs ``sizes_wrong``, which stats the files:
+a missing or truncated one is an error that names it. ``verify`` (``mmkg index verify``) reads every byte and
+names each file whose digest differs: flipped bytes of the same size are caught there. A Lance file that is
+missing because LanceDB pruned it on purpose (``mmkg.index.history``: a file of another table version, which
+this version never read) is not a problem.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mmkg.index.history import pruned_files
-from mmkg.index.manifest import MANIFEST, Manifest
+from mmkg.index.manifest import CURRENT, MANIFEST, Manifest, check_version_name, current_version, list_versions
 
 CHUNK = 1 << 20
 SKIP = {"_latest.manifest", "latest_version_hint.json"}  # rewritten by LanceDB on every new table version
@@ -124,3 +124,46 @@ def explain(root: Path, manifest: Manifest, exc: BaseException, reading: str = "
         return exc
     detail = " ".join(f"{exc.__class__.__name__}: {exc}".split())[:200]
     return IndexDamaged(damaged_message(root, manifest.version, problems) + f" ({reading} failed with {detail})")
+
+
+def open_version(root: Path, version: str | None = None, check_sizes: bool = True) -> tuple[str, Manifest]:
+    """The version's name (the current one by default) and manifest, after the cheap size check.
+
+    What every reader does first (``Index.open``, ``describe``): a bad name, a missing version or a
+    missing or truncated file is an error naming it, with the way out (``mmkg index verify`` reads
+    every byte).
+    """
+    name = check_version_name(version, "the version asked for") if version else current_version(root)
+    folder = root / "versions" / name
+    if not folder.exists():
+        named = "" if version else f" ({root / CURRENT} names it)"
+        raise FileNotFoundError(
+            f"index version {name} not found under {root / 'versions'}{named}; "
+            f"published: {list_versions(root) or 'none'}; "
+            "point CURRENT at one with `mmkg index rollback VERSION`, or publish again"
+        )
+    manifest = Manifest.read(folder)
+    if check_sizes and (problems := sizes_wrong(root, manifest)):
+        raise IndexDamaged(damaged_message(root, name, problems))
+    return name, manifest
+
+
+def describe(root: Path, version: str | None = None) -> dict:
+    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
+
+    What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
+    second however large the index. The files the manifest lists get the same cheap size check as
+    ``Index.open`` (a missing or truncated file is a ``ValueError`` with the way out).
+    """
+    root = Path(root)
+    name, manifest = open_version(root, version)
+    return {
+        "root": str(root),
+        "version": name,
+        "created_at": manifest.created_at,
+        "versions": list_versions(root),
+        "encoder": manifest.encoder.id,
+        "partitions": sorted(manifest.partitions),
+        "counts": manifest.counts,
+        "size_bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
+    }

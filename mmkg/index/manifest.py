@@ -15,6 +15,7 @@ from mmkg.atomic import write_bytes
 
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
+LEXICAL_DIR = "bm25"  # the version's BM25 chunk index (mmkg.lexical), a folder of the version
 FORMAT_VERSION = 1
 
 
@@ -155,48 +156,3 @@ def changed_partitions(root: Path, version: str) -> set[str] | None:
     except (OSError, ValueError):
         return None
     return {p for p, fingerprint in now.items() if before.get(p) != fingerprint}
-
-
-def open_version(root: Path, version: str | None = None, check_sizes: bool = True) -> tuple[str, Manifest]:
-    """The version's name (the current one by default) and manifest, after the cheap size check.
-
-    What every reader does first (``Index.open``, ``describe``): a bad name, a missing version or a
-    missing or truncated file is an error naming it, with the way out (``mmkg index verify`` reads
-    every byte).
-    """
-    from mmkg.index.integrity import IndexDamaged, damaged_message, sizes_wrong
-
-    name = check_version_name(version, "the version asked for") if version else current_version(root)
-    folder = root / "versions" / name
-    if not folder.exists():
-        named = "" if version else f" ({root / CURRENT} names it)"
-        raise FileNotFoundError(
-            f"index version {name} not found under {root / 'versions'}{named}; "
-            f"published: {list_versions(root) or 'none'}; "
-            "point CURRENT at one with `mmkg index rollback VERSION`, or publish again"
-        )
-    manifest = Manifest.read(folder)
-    if check_sizes and (problems := sizes_wrong(root, manifest)):
-        raise IndexDamaged(damaged_message(root, name, problems))
-    return name, manifest
-
-
-def describe(root: Path, version: str | None = None) -> dict:
-    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
-
-    What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
-    second however large the index. The files the manifest lists get the same cheap size check as
-    ``Index.open`` (a missing or truncated file is a ``ValueError`` with the way out).
-    """
-    root = Path(root)
-    name, manifest = open_version(root, version)
-    return {
-        "root": str(root),
-        "version": name,
-        "created_at": manifest.created_at,
-        "versions": list_versions(root),
-        "encoder": manifest.encoder.id,
-        "partitions": sorted(manifest.partitions),
-        "counts": manifest.counts,
-        "size_bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
-    }

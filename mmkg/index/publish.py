@@ -1,12 +1,12 @@
 """Publishing a retrieval index version: the only writer of the LanceDB tables and the manifest.
 
-A version folder is written in full, the manifest last; the version is opened read-only and
-queried; only then does ``CURRENT`` move to it (atomic rename): a reader never sees half an index,
-and ``CURRENT`` never points at a version that does not open. LanceDB tables start from the table
-versions the current manifest pins and are updated per partition (chunks, sentences: delete that
-partition's rows, add its new ones) or per unit id (pictures and objects, which several partitions
-can share). Every version pins the table versions it was published with, so a reader holding an
-older version keeps reading exactly what it opened.
+A version folder is written in full, the manifest last; the version is opened read-only, checked and queried
+(with the smoke query its caller passes: the index runs no retrieval); only then does ``CURRENT`` move to it
+(atomic rename): a reader never sees half an index, and ``CURRENT`` never points at a version that does not
+open. LanceDB tables start from the table versions the current manifest pins and are updated per partition
+(chunks, sentences: delete that partition's rows, add its new ones) or per unit id (pictures and objects,
+which several partitions can share). Every version pins the table versions it was published with, so a reader
+holding an older version keeps reading exactly what it opened.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lancedb
 import numpy as np
@@ -34,7 +34,15 @@ from mmkg.incidence import build_incidence
 from mmkg.index.history import compact, settle
 from mmkg.index.integrity import file_sums, version_files
 from mmkg.index.lock import publish_lock
-from mmkg.index.manifest import CURRENT, MANIFEST, EncoderSpec, Manifest, current_version, set_current
+from mmkg.index.manifest import (
+    CURRENT,
+    LEXICAL_DIR,
+    MANIFEST,
+    EncoderSpec,
+    Manifest,
+    current_version,
+    set_current,
+)
 from mmkg.index.units import (
     ID_COLUMN,
     IMAGE_OCCURRENCE_COLUMNS,
@@ -46,9 +54,15 @@ from mmkg.index.units import (
 from mmkg.lexical import LexicalIndex
 from mmkg.partitioned import Partitioned, frame, partitioned, regroup
 
+if TYPE_CHECKING:
+    from mmkg.index.reader import Index
+
+#: a smoke query over a freshly written version, opened read-only without an encoder: returns what is wrong
+#: (empty: fine). The caller passes it (``mmkg.retrieval.smoke.own_vector_probes``): the index runs no query.
+Probe = Callable[["Index"], list[str]]
+
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
-LEXICAL_DIR = "bm25"  # the version's BM25 chunk index (mmkg.lexical)
 _SAFE_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 _HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
@@ -278,11 +292,13 @@ def publish_index(
     wait: bool = True,
     lock_timeout: float | None = None,
     log: Callable[[str], None] | None = None,
+    probe: Probe | None = None,
 ) -> PublishResult:
     """Publish under the index root's lock (one publisher at a time), after removing what dead publishes left.
 
     ``wait=False`` fails at once with ``PublishLocked`` when another publish holds the lock; otherwise
     this waits (up to ``lock_timeout`` seconds), saying once what it waits for through ``log``.
+    ``probe``: the smoke query the new version must pass before ``CURRENT`` moves (``verify_version``).
     """
     root = Path(root)
     armed_points()  # a misspelt MMKG_FAILPOINTS is an error before anything is touched
@@ -291,7 +307,7 @@ def publish_index(
         if removed and log is not None:
             log(f"removed what an interrupted publish left: {', '.join(removed)}")
         failpoint("publish.locked")
-        result = _publish(root, encoder, graph, vectors, payload, mentions, ann_min_rows, ann_index_type)
+        result = _publish(root, encoder, graph, vectors, payload, mentions, ann_min_rows, ann_index_type, probe)
         if not result.reused:
             failpoint("publish.current.moved")
         return result
@@ -328,6 +344,7 @@ def _publish(
     mentions: pl.DataFrame,
     ann_min_rows: int | None = None,
     ann_index_type: str | None = None,
+    probe: Probe | None = None,
 ) -> PublishResult:
     """Publish a new version from every partition's vectors and tables; reuse the current one if unchanged.
 
@@ -340,7 +357,8 @@ def _publish(
     Steps: collapse shared units and check one vector per unit (nothing is touched if that fails);
     bring each LanceDB table back to the version the current manifest pins (whatever a killed publish
     left is discarded) and apply this publish's changes as new table versions; write the version
-    folder, the manifest last; open the new version read-only and query it; only then move ``CURRENT``.
+    folder, the manifest last; open the new version read-only, check its counts and run ``probe`` on it; only
+    then move ``CURRENT``.
     """
     from mmkg.validation import ValidationError
 
@@ -470,7 +488,7 @@ def _publish(
     )
     manifest.write(folder)  # last file of the version: its presence means the version is complete
     failpoint("publish.manifest.written")
-    problems = verify_version(root, version)
+    problems = verify_version(root, version, probe)
     if problems:
         failed = root / "failed" / version
         failed.parent.mkdir(parents=True, exist_ok=True)
@@ -485,18 +503,20 @@ def _publish(
     return PublishResult(version, manifest, changed, removed, reused=False)
 
 
-def verify_version(root: Path, version: str, probes: int = 3, k: int = 5) -> list[str]:
-    """Open a written version read-only, as a reader would, and query it; returns what is wrong (empty: fine).
+def verify_version(root: Path, version: str, probe: Probe | None = None) -> list[str]:
+    """Open a written version read-only, as a reader would, and check it; returns what is wrong (empty: fine).
 
     Opening aligns every LanceDB table with the graph and incidence matrices (so a table holding more
-    or fewer rows than the version's units fails here); the probes then run the retrieval pipeline
-    (dense seeds, PPR, evidence) with the stored vectors of a few chunks as the query, each of which
-    must come back in the top ``k``. No encoder is loaded.
+    or fewer rows than the version's units fails here); then its row and node counts must be the
+    manifest's (``Index.count_problems``), and ``probe`` (when given) queries it: the publish's smoke
+    query is retrieval's (``mmkg.retrieval.smoke.own_vector_probes``: the stored vectors of a few chunks
+    through MG2-RAG's pipeline, each must come back in its top k). No encoder is loaded.
     """
     from mmkg.index.reader import Index
 
     try:
         index = Index.open(root, version=version, encoder=False, track=False)
-        return index.self_check(probes=probes, k=k)
+        problems = index.count_problems()
+        return problems + probe(index) if probe is not None else problems
     except Exception as exc:  # whatever stops a reader from opening it stops the publish
         return [f"cannot open it: {exc.__class__.__name__}: {exc}"]

@@ -2,16 +2,17 @@
 
 ``Index`` holds one version: the payload tables, the graph, the incidence matrices, the vectors of
 every LanceDB table it pins (in memory for exact search, or searched in place through their ANN
-index when large), the query entity linker, the BM25 index, filter masks and evidence assembly.
-Retrieval strategies (``mmkg.retrieval``) read the index only through these methods;
-``Index.retrieve`` runs one of them. Filters select rows with array masks; where a filter must
-reach LanceDB (ANN search), only validated content-hash ids are written into the predicate.
+index when large), the query encoder, the query entity linker, the BM25 index, filter masks and PPR
+over the graph. It runs no retrieval strategy and builds no evidence: ``mmkg.retrieval`` reads the
+index through these methods (``mmkg.retrieval.retrieve(index, ...)`` runs a query). Filters select
+rows with array masks; where a filter must reach LanceDB (ANN search), only validated content-hash ids
+are written into the predicate.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,39 +24,16 @@ from threadpoolctl import ThreadpoolController
 
 from mmkg.graph import Graph
 from mmkg.incidence import Incidence
-from mmkg.index.integrity import IndexDamaged, damaged_message, explain
+from mmkg.index.integrity import IndexDamaged, damaged_message, describe, explain, open_version
 from mmkg.index.integrity import verify as verify_files
-from mmkg.index.manifest import Manifest
-from mmkg.index.publish import LEXICAL_DIR
+from mmkg.index.manifest import LEXICAL_DIR, Manifest
 from mmkg.index.units import GRANULARITIES, SHARED
 from mmkg.lexical import LexicalIndex
 from mmkg.linking import EntityLinker, Link
-from mmkg.retrieval import evidence as ev
-from mmkg.retrieval.base import Filters, Query
-from mmkg.retrieval.evidence import Lookups
-from mmkg.retrieval.results import (
-    EntityHit,
-    ImageHit,
-    ImageOccurrence,
-    ObjectHit,
-    RetrievalResult,
-    RetrievedChunk,
-    SentenceHit,
-    chunk_spans,
-)
+from mmkg.query import FILTER_KEYS, Filters, QueryError
 
-__all__ = [
-    "FILTER_KEYS",
-    "ImageHit",
-    "ImageOccurrence",
-    "Index",
-    "ObjectHit",
-    "RetrievalResult",
-    "RetrievedChunk",
-    "SentenceHit",
-]
+__all__ = ["FILTER_KEYS", "Index", "UnitTable"]
 
-FILTER_KEYS = ("doc_id", "partition", "source_path")
 _HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
 
@@ -227,7 +205,6 @@ class Index:
         # entity names (for linking titles with a parenthetical); versions before it was published lack it
         ent_path = folder / "entities.parquet"
         self.entities = pl.read_parquet(ent_path) if ent_path.exists() else None
-        self._lookup: Lookups | None = None
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
         self._lexical: LexicalIndex | None = None
@@ -235,7 +212,6 @@ class Index:
         self._lexical_pos: np.ndarray | None = None
         self._units: dict[str, UnitTable] = {}
         self._payload: dict[str, pl.DataFrame] = {}
-        self._ocr: Any = None  # the query pictures' OCR engine, made on first use
         # OpenBLAS worker threads spin after each call and starve torch's query encoder of the
         # cores; the dense search and propagation run on one BLAS thread instead (measured:
         # retrieve() p50 85 ms -> 55 ms on 2 cores).
@@ -270,7 +246,7 @@ class Index:
         """Open the current (or a given) version; the encoder must match the one the index was built with.
 
         ``encoder``: None loads the one the manifest names; ``False`` opens without one (metadata, payload,
-        graph, and ``self_check``; text and image queries then raise). Every open checks file sizes;
+        graph, ``count_problems``, stored vectors; text and image queries then raise). Every open checks file sizes;
         ``verify=True`` also reads every file against its checksum first (about 0.4 s for a 200 MB index;
         what ``mmkg serve`` does), so bytes flipped in place are refused instead of served. ``track``
         records the open for retention's grace period (``mmkg.index.gc``); the publish's own check of a
@@ -278,7 +254,6 @@ class Index:
         """
         from mmkg.encoders import check_compatible, load_encoder
         from mmkg.index.gc import mark_opened
-        from mmkg.index.manifest import open_version
 
         root = Path(path)
         version, manifest = open_version(root, version)
@@ -305,16 +280,12 @@ class Index:
         return self.encoder
 
     def info(self) -> dict[str, Any]:
-        from mmkg.index.manifest import describe
-
         return describe(self.root, self.version)
 
     # -- data access: filters, vectors, queries ------------------------------------------------
 
     def allowed_docs(self, filters: Filters) -> set[str] | None:
         """The document ids the filters allow (None: no filter). Values are compared, never pasted into a query."""
-        from mmkg.retrieval.base import QueryError
-
         if not filters:
             return None
         if not isinstance(filters, dict):
@@ -406,35 +377,11 @@ class Index:
         return np.asarray(self._encoder().encode_text(list(texts)), dtype=np.float32)
 
     def encode_image(self, image: str | Path, texts: Sequence[str] | None = None) -> np.ndarray:
-        """The query picture's vector; with the text encoder, through what can be read from it (as at indexing).
-
-        ``texts``: the picture's OCR lines when the caller has read them already (the text encoder then
-        runs no OCR of its own).
-        """
+        """A picture's vector in the index's space; the text encoder embeds it through ``texts``, what can be
+        read from it (its OCR lines: ``mmkg.retrieval.vectors.picture_texts`` reads a query picture's)."""
         from mmkg.encoders import ImageInput
 
-        if texts is not None:
-            return self._encoder().encode_images([ImageInput(path=Path(image), pil=None, texts=list(texts))])[0]
-        texts = []
-        if self.manifest.encoder.backend == "text":
-            from mmkg.vision.ocr import OcrEngine
-
-            if self._ocr is None:  # one engine per reader: loading its models costs more than reading a picture
-                self._ocr = OcrEngine()
-            texts = [line.text for line in self._ocr.read_path(Path(image))]
-        return self._encoder().encode_images([ImageInput(path=Path(image), pil=None, texts=texts)])[0]
-
-    def query_vector(self, query: Query) -> np.ndarray:
-        """One vector for a text and/or image query: the normalized sum of its modalities' vectors."""
-        parts = []
-        if query.text is not None:
-            parts.append(self.encode_text(query.text))
-        if query.image is not None:
-            parts.append(self.encode_image(query.image))
-        if not parts:
-            raise ValueError("this strategy answers text and image queries")
-        v = np.sum(parts, axis=0)
-        return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+        return self._encoder().encode_images([ImageInput(path=Path(image), pil=None, texts=list(texts or []))])[0]
 
     def engine_for(self, engine: str | None, alpha: float) -> str:
         """The PPR engine a query runs: ``engine``, else the index's; ``auto`` is decided by
@@ -538,77 +485,11 @@ class Index:
         with self._blas.limit(limits=1, user_api="blas"):
             yield
 
-    def retrieve(
-        self,
-        text: str | None = None,
-        image: str | Path | None = None,
-        k: int = 10,
-        preset: Any = None,
-        filters: Filters = None,
-        engine: str | None = None,
-        strategy: str | None = None,
-        video: str | Path | None = None,
-        audio: str | Path | None = None,
-        **overrides: Any,
-    ) -> RetrievalResult:
-        """Top-k chunks for a text and/or image query, with the evidence that put them there.
+    def count_problems(self) -> list[str]:
+        """Row counts per table and node counts per kind that differ from the manifest's (empty: none).
 
-        ``strategy``: a registered strategy name (``mmkg.retrieval.STRATEGIES``), optionally with a preset
-        as ``name:preset``; MG2-RAG (``mg2``) by default. ``preset``: that strategy's preset name, or an
-        ``mmkg.retrieval.Preset`` object for MG2-RAG. Other keyword arguments override parameters.
+        What every check of a version starts with (``mmkg.index.publish.verify_version``); reads no vector.
         """
-        query = Query(text=text, image=image, video=video, audio=audio)  # type: ignore[arg-type]  # paths coerced
-        return self.search(query, k, strategy, preset, filters, engine, **overrides)
-
-    def search(
-        self,
-        query: Query,
-        k: int = 10,
-        strategy: str | None = None,
-        preset: Any = None,
-        filters: Filters = None,
-        engine: str | None = None,
-        **overrides: Any,
-    ) -> RetrievalResult:
-        """``retrieve`` for a ``Query`` object (text, image, video, audio)."""
-        from mmkg.retrieval.base import check_k, check_picture
-        from mmkg.retrieval.mg2 import MG2, Preset
-        from mmkg.retrieval.registry import get_strategy
-
-        check_k(k)
-        if query.image is not None:
-            check_picture(query.image)
-        self.allowed_docs(filters)  # filter types and unknown values fail here, before any model runs
-
-        if isinstance(preset, Preset):
-            strat: Any = MG2(preset.override(**overrides) if overrides else preset, preset="custom", engine=engine)
-        else:
-            strat = get_strategy(strategy, preset, **overrides)
-            if engine is not None:
-                if not hasattr(strat, "engine"):
-                    raise ValueError(f"strategy {strat.name} has no PPR engine to choose")
-                strat.engine = engine
-        missing = query.modalities - strat.modalities
-        if missing:
-            raise ValueError(f"strategy {strat.name} does not answer {sorted(missing)} queries; it answers "
-                             f"{sorted(strat.modalities)}")  # fmt: skip
-        with self.single_blas_thread():
-            result = strat.retrieve(self, query, k, filters)
-        if not result.media:
-            result.media = chunk_spans(result)
-        return result
-
-    def self_check(self, probes: int = 3, k: int = 5) -> list[str]:
-        """What is wrong with this version as a reader sees it (empty: nothing). Needs no encoder.
-
-        Row counts per table and node counts per kind must be what the manifest says; then the
-        longest chunk of up to ``probes`` partitions, queried with its own stored vector through
-        MG2-RAG's whole pipeline (dense seeds, propagation, evidence), must come back in the top ``k``
-        (or a chunk with its very text: a passage the corpus holds more than ``k`` times).
-        """
-        from mmkg.retrieval.mg2 import MG2, get_preset
-        from mmkg.validation import found_rank, smoke_probes
-
         problems = []
         counts = self.manifest.counts
         for name in GRANULARITIES:
@@ -621,13 +502,6 @@ class Index:
         for key, value in self.graph.counts().items():
             if key in counts and counts[key] != value:
                 problems.append(f"graph {key}: {value:,}, the manifest says {counts[key]:,}")
-        chosen = smoke_probes(self.chunks).head(probes).select("chunk_id", "text")
-        mg2 = MG2(get_preset("default"), preset="self_check")
-        with self.single_blas_thread():
-            for cid, text in chosen.iter_rows():
-                res = mg2.run(self, None, None, k, None, qt=self.stored_vector("chunks", cid))
-                if found_rank(cid, text, res.chunks) is None:  # a copy of the same passage counts
-                    problems.append(f"chunk {cid} is not in the top {k} for its own vector")
         return problems
 
     def stored_vector(self, name: str, unit_id: str) -> np.ndarray:
@@ -640,7 +514,7 @@ class Index:
     def dense(self, text: str, k: int = 10, level: str = "chunks", filters: Filters = None) -> list[tuple[str, float]]:
         """Plain dense search at one granularity, no graph: the baseline the graph retrieval is measured against.
 
-        Returns ``(id, cosine)`` best first, over the same vectors and filters ``retrieve`` uses.
+        Returns ``(id, cosine)`` best first, over the same vectors and filters the strategies use.
         """
         if level not in GRANULARITIES:
             raise ValueError(f"unknown level {level!r}; choose one of {list(GRANULARITIES)}")
@@ -654,46 +528,12 @@ class Index:
         ids = self.meta[level]["id"]
         return [(ids[i], float(scores[i])) for i in top]
 
-    # -- evidence -------------------------------------------------------------------------------
-
-    @property
-    def lookups(self) -> Lookups:
-        """Row lookups for evidence (``mmkg.retrieval.evidence``), built once per reader."""
-        if self._lookup is None:
-            self._lookup = Lookups.build(self)
-        return self._lookup
-
-    def evidence(
-        self,
-        rows: list[int],
-        chunk_scores: np.ndarray,
-        node_scores: np.ndarray | None = None,
-        sentence_scores: np.ndarray | None = None,
-        same_as_query: set[str] | None = None,
-    ) -> list[RetrievedChunk]:
-        """Ranked chunks with their best sentences, pictures and objects (``mmkg.retrieval.evidence.chunks``)."""
-        return ev.chunks(self, rows, chunk_scores, node_scores, sentence_scores, same_as_query)
-
-    def chunk_record(self, chunk_id: str) -> dict | None:
-        """A chunk's published row (text, document, page or time span, picture ids), None when unknown."""
-        return self.lookups.chunks.get(chunk_id)
-
-    def image_record(self, image_id: str) -> dict | None:
-        """A picture's published row (blob path, size, format), None when unknown."""
-        return self.lookups.images.get(image_id)
+    # -- rows of the payload -------------------------------------------------------------------
 
     def chunk_rows(self, chunk_ids: Sequence[str]) -> list[int]:
         """Graph chunk rows of chunk ids (unknown ids are skipped)."""
         pos = self.positions["chunks"]
         return [pos[c] for c in chunk_ids if c in pos]
-
-    def entity_names(self) -> Mapping[str, tuple[str, str]]:
-        """Entity key -> (name, label) for this version's entities (built once per reader)."""
-        return self.lookups.entity_names
-
-    def entity_hit(self, node: int, score: float, chunk_ids: set[str], hop: int = 0) -> EntityHit:
-        """An entity node as evidence (``mmkg.retrieval.evidence.entity_hit``)."""
-        return ev.entity_hit(self, node, score, chunk_ids, hop)
 
     def relations_in(self, chunk_ids: set[str]) -> pl.DataFrame:
         """The triples stated in these chunks (payload rows, in payload order); none for versions without a
@@ -712,13 +552,3 @@ class Index:
         lo = keys.search_sorted(wanted, side="left").to_numpy()
         hi = keys.search_sorted(wanted, side="right").to_numpy()
         return rel[np.sort(np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)]))]
-
-    relation_hit = staticmethod(ev.relation_hit)
-    object_hit = staticmethod(ev.object_hit)
-
-    def sentence_text(self, sentence_id: str) -> str:
-        return self.lookups.sentence_text.get(sentence_id, "")
-
-    def chunk_sentences(self, chunk_id: str) -> list[tuple[int, str, str]]:
-        """``(sentence row, sentence id, text)`` of a chunk's sentences, in order (the lookup evidence uses)."""
-        return self.lookups.sentences.get(chunk_id, [])

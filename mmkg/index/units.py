@@ -24,8 +24,16 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from mmkg.graph import Graph
 from mmkg.partitioned import FramePartitions, Partitioned, frame, partitioned, regroup
-from mmkg.validation import CheckResult, check_index_units
+from mmkg.validation import (
+    CheckResult,
+    check_graph_counts,
+    check_graph_structure,
+    check_index_units,
+    check_partition_tables,
+    split_partitions,
+)
 
 #: LanceDB table -> id column, for every unit kind of the index
 ID_COLUMN = {
@@ -231,3 +239,38 @@ def check_units(units: Units, graph_nodes: pl.DataFrame) -> CheckResult:
         {t: partitioned(df).select([ID_COLUMN[t]])[ID_COLUMN[t]].to_list() for t, df in units.vectors.items()},
         {t: expected.get(t, []) for t in units.vectors},
     )
+
+
+# -- what retrieval_index runs before publishing --------------------------------------------------
+
+
+def validate_publish_inputs(
+    tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph | None = None
+) -> list[CheckResult]:
+    """Every check over the inputs of an index version; returns the failures (empty when all pass).
+
+    ``tables`` holds all-partition frames (tables and ``*_vectors``); they are split by partition so a
+    failure names the partition it is in.
+    """
+    results: list[CheckResult] = []
+    for partition, parts in split_partitions(tables):
+        results += check_partition_tables(parts, partition)
+    if graph is not None:
+        need = ("chunks", "entity_mentions", "relations", "images", "objects")
+        results.append(check_graph_structure(graph))
+        if all(n in tables for n in need):
+            results.append(check_graph_counts(graph, *(tables[n] for n in need)))
+        if all(n in tables for n in ("chunk_vectors", "image_vectors", "images", "objects")):
+            results.append(check_vectors_match_nodes(tables, graph))
+    return [r for r in results if not r.passed]
+
+
+def check_vectors_match_nodes(tables: Mapping[str, pl.DataFrame | Partitioned], graph: Graph) -> CheckResult:
+    """After shared units are collapsed as the publish does it, one vector row per graph node (chunks, images)
+    and per unit (sentences, objects, document entities, relations) in every index table.
+
+    ``tables``: all-partition ``*_vectors`` and the unit tables (sentences, images, objects, ...).
+    """
+    present = {t: tables[a] for t, a in VECTOR_ASSET.items() if a in tables}
+    sources = ("images", "objects", "sentences", "document_entities", "relations")
+    return check_units(collapse(present, {n: tables[n] for n in sources if n in tables}), graph.nodes)

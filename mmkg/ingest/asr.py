@@ -29,7 +29,7 @@ class WhisperTranscriber:
     def __init__(self, model: str, device: str = "cpu", batch_size: int = 4):
         from transformers import pipeline
 
-        from mmkg.encoders import _model_source
+        from mmkg.encoder_base import _model_source
 
         self.name = model
         try:

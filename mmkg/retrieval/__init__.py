@@ -1,16 +1,20 @@
 """Retrieval strategies over one published index, one module each, selectable per query.
 
-- ``base``: the ``Query``, strict ``Params`` and the ``Strategy`` protocol;
+- ``engine``: ``retrieve(index, text=..., ...)`` and ``search(index, query, ...)`` run a query with a strategy;
+- ``base``: strict ``Params`` and the ``Strategy`` protocol (the ``Query`` is ``mmkg.query``'s);
+- ``vectors``: a query's vector (text, picture through its OCR, their mix);
 - ``results``: what every strategy returns (chunks plus graph evidence);
 - ``propagation``: MG2-RAG's activation and seed math; ``mg2``: the backbone and its presets;
 - ``references``: the pages and parts a question points at; ``expansion``: query expansion from lexicons;
   ``bridge``: the LLM-free second hop (seed channels of ``mg2``);
 - ``evidence``: ranked chunk rows to chunks with sentences, pictures, objects, entities and triples;
-- ``mkg``: mKG-RAG dual-stage retrieval;
+- ``mkg``: mKG-RAG dual-stage retrieval; ``r2ag`` over ``property_graph`` (its multi-level view);
+- ``smoke``: the smoke queries a publish and the asset checks run on a version;
 - ``registry``: the names a query can use. A new strategy is one module plus one line there.
 """
 
 from mmkg.retrieval.base import Filters, Params, Query, Strategy
+from mmkg.retrieval.engine import retrieve, search
 from mmkg.retrieval.mg2 import PRESETS, Preset, TopK, get_preset
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, mean_pool, seed_distribution
 from mmkg.retrieval.registry import DEFAULT_STRATEGY, STRATEGIES, describe, get_strategy, parse_spec
@@ -51,5 +55,7 @@ __all__ = [
     "keep_top_k",
     "mean_pool",
     "parse_spec",
+    "retrieve",
+    "search",
     "seed_distribution",
 ]

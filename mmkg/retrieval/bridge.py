@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from mmkg.entities import canonical_key
+from mmkg.retrieval import evidence as ev
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -161,13 +162,13 @@ def bridge_seeds(
         if cand.size:
             best = cand[np.argsort(-chunk_r[cand], kind="stable")[:passages]]
             hop1 += [int(c) for c in best if int(c) not in hop1]
-    names = index.entity_names()
+    names = ev.entity_names(index)
     candidates: list[tuple[int, int, str]] = []  # (hop-one passage, entity column, mention context)
     for chunk in hop1:
         own = set(str(m.chunk_subject[chunk]).split("|"))
         seen: set[int] = set()
         found: list[tuple[int, int, str]] = []
-        for srow, _, text in index.chunk_sentences(m.chunk_ids[chunk]):
+        for srow, _, text in ev.chunk_sentences(index, m.chunk_ids[chunk]):
             for col in m.smi.indices[m.smi.indptr[srow] : m.smi.indptr[srow + 1]].tolist():
                 key = str(m.col_key[col])
                 name, label = names.get(key, (key, ""))

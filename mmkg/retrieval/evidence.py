@@ -3,13 +3,15 @@
 Every strategy ranks chunk rows of the graph; this module turns them into ``RetrievedChunk`` records
 with each chunk's best sentences, the pictures it shows (and every place the corpus shows them), the
 objects found in them, and turns entity nodes and triples into ``EntityHit`` and ``RelationHit``.
-The lookups it needs are built once per open index (``Lookups.build``), so a query's evidence costs
-dictionary reads and row reads, not table scans. ``Index`` keeps thin methods over these functions, the names
-strategies and downstream code call.
+The lookups it needs are built once per open index (``lookups(index)``), so a query's evidence costs
+dictionary reads and row reads, not table scans; ``chunk_record``, ``image_record``, ``entity_names``,
+``sentence_text`` and ``chunk_sentences`` read them for strategies and the apps. The index (``mmkg.index``)
+knows nothing of evidence: it holds the tables these lookups are built from.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -162,6 +164,42 @@ class Lookups:
         )
 
 
+_LOOKUPS: weakref.WeakKeyDictionary[Index, Lookups] = weakref.WeakKeyDictionary()
+
+
+def lookups(index: Index) -> Lookups:
+    """Row lookups for evidence of one open index, built on first use and kept while the index is open."""
+    look = _LOOKUPS.get(index)
+    if look is None:
+        look = _LOOKUPS[index] = Lookups.build(index)
+    return look
+
+
+def chunk_record(index: Index, chunk_id: str) -> dict | None:
+    """A chunk's published row (text, document, page or time span, picture ids), None when unknown."""
+    return lookups(index).chunks.get(chunk_id)
+
+
+def image_record(index: Index, image_id: str) -> dict | None:
+    """A picture's published row (blob path, size, format), None when unknown."""
+    return lookups(index).images.get(image_id)
+
+
+def entity_names(index: Index) -> Mapping[str, tuple[str, str]]:
+    """Entity key -> (name, label) for the index's entities."""
+    return lookups(index).entity_names
+
+
+def sentence_text(index: Index, sentence_id: str) -> str:
+    """A sentence's text ("" when unknown)."""
+    return lookups(index).sentence_text.get(sentence_id, "")
+
+
+def chunk_sentences(index: Index, chunk_id: str) -> list[tuple[int, str, str]]:
+    """``(sentence row, sentence id, text)`` of a chunk's sentences, in order."""
+    return lookups(index).sentences.get(chunk_id, [])
+
+
 def object_hit(o: dict) -> ObjectHit:
     return ObjectHit(
         o["object_id"], o["image_id"], o["entity_name"], o["backend"], float(o["score"]), o.get("entity_key") or "",
@@ -191,7 +229,7 @@ def chunks(
     ``chunk_scores`` is indexed by chunk row; ``node_scores`` (graph node order) scores pictures;
     ``sentence_scores`` (sentence row order) picks each chunk's best sentences.
     """
-    look = index.lookups
+    look = lookups(index)
     all_ids = index.meta["chunks"]["id"]
     same_as_query = same_as_query or set()
     out = []
@@ -228,7 +266,7 @@ def chunks(
 
 def entity_hit(index: Index, node: int, score: float, chunk_ids: set[str], hop: int = 0) -> EntityHit:
     """An entity node as evidence: its name and label, and which of ``chunk_ids`` mention it."""
-    look = index.lookups
+    look = lookups(index)
     key = index.graph.nodes["key"][node]
     name, label = look.entity_names.get(key, (key, ""))
     adj = index.graph.adjacency

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.results import EntityHit, MediaSpan, RetrievalResult, chunk_spans
 
@@ -167,7 +168,9 @@ class M3KG(PresetStrategy):
                 chunk_best[cid] = max(chunk_best.get(cid, -math.inf), score)
         pos = index.positions["chunks"]
         if allowed is not None:  # a picture shared with documents the filters leave out brings only allowed chunks
-            chunk_best = {c: v for c, v in chunk_best.items() if (index.chunk_record(c) or {}).get("doc_id") in allowed}
+            chunk_best = {
+                c: v for c, v in chunk_best.items() if (ev.chunk_record(index, c) or {}).get("doc_id") in allowed
+            }
         ranked = sorted((c for c in chunk_best if c in pos), key=lambda c: (-chunk_best[c], pos[c]))[:k]
         chunk_scores = np.full(index.n_chunks, -np.inf, dtype=np.float32)
         for c in ranked:
@@ -191,9 +194,9 @@ class M3KG(PresetStrategy):
                         rows.append(int(i))
                         chunk_scores[int(i)] = min(float(dense[i]), floor)
                 result.notes.append(f"topped up to {len(rows)} chunks by dense similarity (fill_dense)")
-        result.chunks = index.evidence(rows, chunk_scores, None, sent_scores)
+        result.chunks = ev.chunks(index, rows, chunk_scores, None, sent_scores)
         result.relations = [
-            index.relation_hit(t.row, t.score + (t.presence or 0.0), index.sentence_text(t.row["sentence_id"]), t.hop)
+            ev.relation_hit(t.row, t.score + (t.presence or 0.0), ev.sentence_text(index, t.row["sentence_id"]), t.hop)
             for t in kept
         ]
         result.entities = self._entities(index, kept, {c.chunk_id for c in result.chunks})
@@ -390,7 +393,7 @@ class M3KG(PresetStrategy):
         from mmkg.vision.base import EntityPrompt, GroundingTask
 
         prompts: dict[str, EntityPrompt] = {}
-        names = index.entity_names()
+        names = ev.entity_names(index)
         for t in triples:
             for side in ("subject", "object"):
                 eid = _entity_id(t.row, side)
@@ -427,8 +430,7 @@ class M3KG(PresetStrategy):
 
     def _llm_mask(self, triples: list[Triple], question: str, result: RetrievalResult) -> list[Triple]:
         """Table 12's selector: the model lists the triples to keep; unreadable answers keep all (conservative)."""
-        from mmkg.generation import GenerationError, GenerationRequest, get_generator, load_template
-        from mmkg.generation.prompts import PROMPTS_DIR
+        from mmkg.llm import PROMPTS_DIR, GenerationError, GenerationRequest, get_llm, load_template
 
         p = self.params
         backend = p.filter_backend or ""
@@ -440,7 +442,7 @@ class M3KG(PresetStrategy):
         system, user = template.render(query=question, triplets=numbered)
         try:
             key = ("llm", backend, p.filter_model, p.filter_base_url)
-            generator = _cached(key, lambda: get_generator(backend, p.filter_model, **options))
+            generator = _cached(key, lambda: get_llm(backend, p.filter_model, **options))
             answer = generator.generate(GenerationRequest(system, user, question, max_tokens=256)).text
         except (GenerationError, OSError, ValueError) as exc:
             result.notes.append(f"GRASP LLM mask failed ({exc}); all {len(triples)} triple(s) kept")
@@ -462,7 +464,7 @@ class M3KG(PresetStrategy):
                 if key and (key not in best or t.score > best[key][0]):
                     best[key] = (t.score, t.hop)
         node = index.entity_node
-        out = [index.entity_hit(node[key], s, chunk_ids, hop) for key, (s, hop) in best.items() if key in node]
+        out = [ev.entity_hit(index, node[key], s, chunk_ids, hop) for key, (s, hop) in best.items() if key in node]
         return sorted(out, key=lambda e: -e.score)
 
     @staticmethod

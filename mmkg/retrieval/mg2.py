@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, Query, _coerce, param
 from mmkg.retrieval.bridge import bridge_seeds, maps
 from mmkg.retrieval.expansion import expand, load_lexicon
@@ -32,6 +33,7 @@ from mmkg.retrieval.pictures import same_pictures
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, seed_distribution
 from mmkg.retrieval.references import References, reference_seeds
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
+from mmkg.retrieval.vectors import image_vector
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -322,7 +324,7 @@ def relations_among(
     for r in index.relations_in(chunk_ids).iter_rows(named=True):
         s = entity_scores.get(r["subject_key"], 0.0) + entity_scores.get(r["object_key"] or "", 0.0)
         if s > 0:
-            out.append(index.relation_hit(r, s, index.sentence_text(r["sentence_id"])))
+            out.append(ev.relation_hit(r, s, ev.sentence_text(index, r["sentence_id"])))
     out.sort(key=lambda h: (-h.score, h.relation_id))
     return out[:limit]
 
@@ -391,7 +393,7 @@ class MG2:
         matched: list[tuple[str, int]] = []
         if image is not None:
             t1 = time.perf_counter()
-            qv = index.encode_image(image)
+            qv = image_vector(index, image)
             timings["encode_image"] = (time.perf_counter() - t1) * 1e3
             g_v, raw_v = granular(index, qv, p.visual_topk, masks)
             sent_scores = np.maximum(sent_scores, _finite_or_zero(raw_v["sentences"]))
@@ -438,7 +440,7 @@ class MG2:
             chunk_scores[~masks["chunks"]] = -np.inf
         top = np.argsort(-chunk_scores, kind="stable")[:k]
         top = [int(i) for i in top if np.isfinite(chunk_scores[i])]
-        result.chunks = index.evidence(top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
+        result.chunks = ev.chunks(index, top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
         result.entities = self._entities(index, r, result.chunks, linked, bridges)
         result.relations = relations_among(
             index, {e.entity_key: e.score for e in result.entities}, {c.chunk_id for c in result.chunks}
@@ -467,7 +469,7 @@ class MG2:
                   not in set(nodes)]  # fmt: skip
         nodes += [i for i in order if i not in set(nodes)]
         in_result = {c.chunk_id for c in chunks}
-        return [index.entity_hit(node, float(r[node]), in_result, hop=0 if node in nodes[: len(linked)] else 1)
+        return [ev.entity_hit(index, node, float(r[node]), in_result, hop=0 if node in nodes[: len(linked)] else 1)
                 for node in nodes]  # fmt: skip
 
 

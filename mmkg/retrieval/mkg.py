@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
+from mmkg.retrieval.vectors import query_vector
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -103,7 +105,7 @@ class MKG(PresetStrategy):
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         result = self.new_result(index, query)
-        q = index.query_vector(query)
+        q = query_vector(index, query)
         timings["encode"] = (time.perf_counter() - t0) * 1e3
         allowed = index.allowed_docs(filters)
 
@@ -182,7 +184,7 @@ class MKG(PresetStrategy):
         sent = np.zeros(len(index.positions["sentences"]), dtype=np.float32)
         sent_rows, sent_cos = index.cosines_for_docs("sentences", q, docs)
         sent[sent_rows] = sent_cos
-        result.chunks = index.evidence([row for _, _, row in top], chunk_scores, None, sent)
+        result.chunks = ev.chunks(index, [row for _, _, row in top], chunk_scores, None, sent)
         in_result = {c.chunk_id for c in result.chunks}
         chosen = sorted(((nodes[key], h) for key, h in selected_nodes.items()), key=lambda x: (x[1], -x[0].score))
         result.entities = [
@@ -240,7 +242,7 @@ class MKG(PresetStrategy):
     @staticmethod
     def _relation_hit(index: Index, edge: _Edge, hop: int) -> RelationHit:
         best = edge.rows[0]
-        return index.relation_hit(best, edge.score, index.sentence_text(best["sentence_id"]), hop)
+        return ev.relation_hit(best, edge.score, ev.sentence_text(index, best["sentence_id"]), hop)
 
     @staticmethod
     def _objects(index: Index, keys: set[str], docs: list[str]) -> list:
@@ -249,4 +251,4 @@ class MKG(PresetStrategy):
             return []
         occ = index.object_occurrences.filter(pl.col("doc_id").is_in(docs))["object_id"].unique().implode()
         objs = index.objects.filter(pl.col("object_id").is_in(occ) & pl.col("entity_key").is_in(list(keys)))
-        return [index.object_hit(o) for o in objs.sort("score", descending=True).iter_rows(named=True)]
+        return [ev.object_hit(o) for o in objs.sort("score", descending=True).iter_rows(named=True)]

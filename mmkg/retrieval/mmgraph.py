@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import polars as pl
 
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.pictures import same_pictures
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
+from mmkg.retrieval.vectors import query_vector
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -97,7 +99,7 @@ class MMGraph(PresetStrategy):
         p = self.params
         t0 = time.perf_counter()
         result = self.new_result(index, query)
-        q = index.query_vector(query)
+        q = query_vector(index, query)
         allowed = index.allowed_docs(filters)
         masks = index.masks(filters)
 
@@ -172,9 +174,9 @@ class MMGraph(PresetStrategy):
         docs_of = sorted({index.meta["chunks"]["doc_id"][r] for r in rows})
         srows, scos = index.cosines_for_docs("sentences", q, docs_of)
         sent[srows] = scos
-        result.chunks = index.evidence(rows, chunk_scores, None, sent, set(result.matched_images))
+        result.chunks = ev.chunks(index, rows, chunk_scores, None, sent, set(result.matched_images))
         in_result = {c.chunk_id for c in result.chunks}
-        names = index.entity_names()
+        names = ev.entity_names(index)
         doc_of = {c.chunk_id: c.doc_id for c in result.chunks}
         result.entities = []
         for key, s in sorted(seeds.items(), key=lambda kv: -kv[1]):
@@ -206,7 +208,7 @@ class MMGraph(PresetStrategy):
                 s = max(seeds.get(r["subject_key"], 0.0), seeds.get(r["object_key"] or "", 0.0))
                 out.append(Path(r["subject"], r["predicate"], r["object"], r["subject_key"], r["object_key"],
                                 r["chunk_id"], r["doc_id"], s, r["relation_id"],
-                                index.sentence_text(r["sentence_id"])))  # fmt: skip
+                                ev.sentence_text(index, r["sentence_id"])))  # fmt: skip
         if index.has_payload("cross_modal_links"):
             links = index.payload("cross_modal_links").filter(pl.col("entity_key").is_not_null())
             if allowed is not None:

@@ -3,7 +3,7 @@
 1. **Candidates**: the first stage (``first_stage``: MG2-RAG's default preset, or dense chunk cosine)
    returns ``candidates`` chunks.
 2. **Derivative subgraph**: the multi-level property graph (MMPG) of those chunks, read from the
-   published index through ``mmkg.index.property_graph`` (document → chunk → sentence / image →
+   published index through ``mmkg.retrieval.property_graph`` (document → chunk → sentence / image →
    object, each node with its entity set), built per query and kept in memory only, never written
    (R2AG section 4).
 3. **Query entity set**: entities the query text names (the index's linker), named entities spaCy
@@ -34,11 +34,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from mmkg.index.property_graph import PropertyGraph, Subgraph
+from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
 from mmkg.retrieval.pictures import same_pictures
+from mmkg.retrieval.property_graph import PropertyGraph, Subgraph
 from mmkg.retrieval.results import EntityHit, RelationHit, RetrievalResult
 from mmkg.retrieval.swmjs import TAU, swmjs
+from mmkg.retrieval.vectors import query_vector
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -141,7 +143,7 @@ class R2AG(PresetStrategy):
                 if any(s < ent.end_char and ent.start_char < e for s, e in linked_spans):
                     continue  # the linker already named it
                 key = canonical_key(ent.text)
-                if key in index.entity_names():
+                if key in ev.entity_names(index):
                     add(key, pg.name(key), "ner")
                 elif key:
                     add(QUERY_PREFIX + key, ent.text, "ner")
@@ -167,7 +169,7 @@ class R2AG(PresetStrategy):
 
             res = MG2().retrieve(index, query, p.candidates, filters)
             return [c.chunk_id for c in res.chunks], np.asarray([c.score for c in res.chunks]), res.notes
-        q = index.query_vector(query)
+        q = query_vector(index, query)
         mask = index.masks(filters)["chunks"]
         scores = index.dense_scores("chunks", q, p.candidates, mask)
         if mask is not None:
@@ -233,12 +235,12 @@ class R2AG(PresetStrategy):
         chunk_scores = np.zeros(index.n_chunks, dtype=np.float32)
         for i, row in zip(order, rows, strict=True):
             chunk_scores[row] = final[i]
-        q = index.query_vector(query)
+        q = query_vector(index, query)
         docs = sorted({sub.nodes[("chunk", cand[i])].parent or "" for i in order})
         sent = np.zeros(len(index.positions["sentences"]), dtype=np.float32)
         sent_rows, sent_cos = index.cosines_for_docs("sentences", q, docs)
         sent[sent_rows] = sent_cos
-        result.chunks = index.evidence(rows, chunk_scores, None, sent)
+        result.chunks = ev.chunks(index, rows, chunk_scores, None, sent)
         doc_of = {c.chunk_id: c.doc_id for c in result.chunks}
         result.entities = self._matched_entities(index, sets, doc_of, qvecs, pg, p.tau)
         result.relations = self._relations(index, set(doc_of), {e.entity_key for e in result.entities}, implicit, pg)
@@ -275,7 +277,7 @@ class R2AG(PresetStrategy):
             return []
         keys = sorted(held)
         best = (pg.vectors([pg.name(key) for key in keys]) @ qvecs.T).max(axis=1)
-        names = index.entity_names()
+        names = ev.entity_names(index)
         hits = [
             EntityHit(
                 key,
@@ -299,7 +301,7 @@ class R2AG(PresetStrategy):
         rels = index.relations_in(chosen)
         for r in rels.iter_rows(named=True) if rels.height else ():
             if r["subject_key"] in matched or r["object_key"] in matched:
-                out.append(index.relation_hit(r, 1.0, index.sentence_text(r["sentence_id"])))
+                out.append(ev.relation_hit(r, 1.0, ev.sentence_text(index, r["sentence_id"])))
         for s, pred, o, conf in implicit:
             out.append(RelationHit(f"icot:{s}|{pred}|{o}", pg.name(s), pred, pg.name(o), s, o, False,
                                    "", "", "", conf, hop=1))  # fmt: skip
@@ -310,8 +312,7 @@ class R2AG(PresetStrategy):
     def _icot(self, index: Index, query: Query, sub: Subgraph, cand: list[str]) -> tuple[list[Implicit], str]:
         """Discover (eq. 1) and verify (eq. 2) implicit relations; ``(kept relations, a note on what happened)``."""
         from mmkg.entities import canonical_key
-        from mmkg.generation import GenerationError, GenerationRequest, get_generator, load_template
-        from mmkg.generation.prompts import PROMPTS_DIR
+        from mmkg.llm import PROMPTS_DIR, GenerationError, GenerationRequest, get_llm, load_template
 
         p = self.params
         pg = PropertyGraph.of(index)
@@ -327,7 +328,7 @@ class R2AG(PresetStrategy):
                   "relations": "\n".join(explicit) or "(none)", "context": context,
                   "max_relations": str(p.icot_max_relations)}  # fmt: skip
         try:
-            gen = get_generator(p.icot_backend or "", p.icot_model, **options)
+            gen = get_llm(p.icot_backend or "", p.icot_model, **options)
             system, user = load_template(PROMPTS_DIR / "steps" / "r2ag_icot_discover.txt").render(**values)
             proposed_text = gen.generate(GenerationRequest(system, user, query.text or "", max_tokens=400)).text
             proposed = []

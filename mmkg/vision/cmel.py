@@ -297,8 +297,7 @@ def link_partition(
 
 def llm_chooser(generator: object) -> Callable[[str, str, list[str]], int | None]:
     """The alignment step through a generation backend: the model names the cluster member (or none)."""
-    from mmkg.generation import GenerationRequest, load_template
-    from mmkg.generation.prompts import PROMPTS_DIR
+    from mmkg.llm import PROMPTS_DIR, GenerationRequest, load_template
 
     template = load_template(PROMPTS_DIR / "steps" / "mmgraph_cmel_align.txt")
 

@@ -27,6 +27,7 @@ def main() -> None:
     from indexing import build
 
     from mmkg.index import Index
+    from mmkg.retrieval import retrieve
 
     golden_path = HERE / "mg2_sample_golden.json"
     cases = json.loads(golden_path.read_text())
@@ -38,7 +39,7 @@ def main() -> None:
         for case in cases:
             query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
             one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
-            res = idx.retrieve(**query, k=5, preset=case["preset"], **one_round)
+            res = retrieve(idx, **query, k=5, preset=case["preset"], **one_round)
             case["chunks"] = [[c.chunk_id, round(c.score, 6)] for c in res.chunks]
     golden_path.write_text("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n]\n")
     print(f"wrote {len(cases)} cases to {golden_path}")

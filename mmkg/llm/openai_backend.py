@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmkg.generation.base import Generation, GenerationError, GenerationRequest, approx_tokens
+from mmkg.llm.base import Generation, GenerationError, GenerationRequest, approx_tokens
 
 
 def data_url(path: Path) -> str:

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mmkg.generation.base import Generation, GenerationError, GenerationRequest
-from mmkg.generation.openai_backend import messages
+from mmkg.llm.base import Generation, GenerationError, GenerationRequest
+from mmkg.llm.openai_backend import messages
 
 
 class LlamaCppGenerator:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from mmkg.retrieval import evidence as ev
+
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
 
@@ -189,7 +191,7 @@ class PropertyGraph:
         """The text an entity key stands for (its name; a detector label's word)."""
         if key.startswith(LABEL_PREFIX):
             return key[len(LABEL_PREFIX) :]
-        return self.index.entity_names().get(key, (key, ""))[0]
+        return ev.entity_names(self.index).get(key, (key, ""))[0]
 
     @property
     def document_frequency(self) -> dict[str, int]:

@@ -1,0 +1,90 @@
+"""What every generation backend shares: the request it gets, what it returns, and the ``Generator`` protocol.
+
+A backend turns a rendered prompt (system and user messages, optional pictures) into text, at once
+or streamed. It also receives the structured evidence the prompt was built from, which the
+extractive backend answers from directly (it has no model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # types only: what the answer layer attaches to a request (never imported at run time)
+    from mmkg.generation.question import QuestionAnalysis
+    from mmkg.generation.reader import ShortAnswer
+
+
+class GenerationError(RuntimeError):
+    """A backend could not answer (server down, timeout, missing model); the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One numbered item of the context a model sees, and what a citation of it points at."""
+
+    label: int  # the number the prompt shows, [label]
+    kind: str  # chunk | triple | entity
+    text: str  # what the prompt shows for it
+    chunk_id: str
+    doc_id: str
+    title: str
+    source_path: str
+    page: int | None = None
+    image_ids: tuple[str, ...] = ()
+    objects: tuple[tuple[str, str, tuple[float, float, float, float] | None], ...] = ()  # object id, image id, box
+    time_span: tuple[float, float] | None = None  # start, end seconds, for media transcripts
+    sentences: tuple[tuple[str, float], ...] = ()  # (sentence text, its retrieval score), best first
+    score: float = 0.0
+    chunk_index: int | None = None  # the chunk's position in its document, to read across adjacent chunks
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    """A prompt for a backend: messages, pictures for vision models, and the evidence behind it."""
+
+    system: str
+    user: str
+    question: str
+    evidence: tuple[Evidence, ...] = ()
+    images: tuple[Path, ...] = ()
+    max_tokens: int = 512
+    temperature: float = 0.0
+    analysis: QuestionAnalysis | None = None  # what the question asks for (answer type, relation, names)
+    reading: ShortAnswer | None = None  # the short answer the reader found in the evidence, with support and path
+
+
+@dataclass
+class Generation:
+    """A backend's answer text with what it cost."""
+
+    text: str
+    backend: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    extractive: bool = False  # the text is copied from the evidence, not written by a model
+    used: list[int] = field(default_factory=list)  # evidence labels an extractive answer copied from
+
+
+class Generator(Protocol):
+    """A generation backend: ``generate`` returns the whole answer, ``stream`` yields it in pieces."""
+
+    name: str
+    model: str
+
+    def generate(self, request: GenerationRequest) -> Generation: ...
+
+    def stream(self, request: GenerationRequest) -> Iterator[str]: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def approx_tokens(text: str) -> int:
+    """Token count estimate when a backend has no tokenizer at hand: about 4 characters per token (English,
+    BPE tokenizers of current LLMs). Budgets built on it are conservative for prose and loose for numbers.
+    """
+    return max(1, (len(text) + 3) // 4) if text else 0
