@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,18 +213,23 @@ def retrieve(
     result.chunks = merged
     result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
     result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)")
+    if analysis.bridge and analysis.hops == 2:  # "Which film has the director born first, A or B?"
+        for thing in things:  # each option's bridge page, right after the options' own first chunks
+            result = _second_hop(index, result, replace(analysis, entities=(thing,)), 1, strategy, filters, params,
+                                 at=len(things))  # fmt: skip
     return result
 
 
 def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: int, strategy: str | None,
-                filters: dict | None, params: dict[str, Any]) -> RetrievalResult:  # fmt: skip
+                filters: dict | None, params: dict[str, Any], at: int = 2) -> RetrievalResult:  # fmt: skip
     """A two-hop question ("Where was the director of film X born?") whose bridge person's own page was not
     retrieved: read the bridge off the evidence (the reader's first hop), retrieve its page with the words of
-    the second hop, and place those chunks right after the question's first two (the named thing's page), so
-    the answer's page is in the context. One more retrieval, only when the bridge's page is missing."""
+    the second hop, and place those chunks right after the question's first ``at`` (the named thing's page),
+    so the answer's page is in the context. One more retrieval, only when the bridge's page is missing."""
     t0 = time.perf_counter()
     bridge = Reader().bridge_name(analysis, result, build_context(result).evidence)
-    result.timings_ms["bridge"] = round((time.perf_counter() - t0) * 1e3, 2)  # reading: counted with the reader
+    # reading, counted with the reader
+    result.timings_ms["bridge"] = round(result.timings_ms.get("bridge", 0.0) + (time.perf_counter() - t0) * 1e3, 2)
     titles = {c.title.casefold() for c in result.chunks if c.title}
     if not bridge or any(t == bridge.casefold() or t.startswith(bridge.casefold() + " (") for t in titles):
         return result
@@ -234,14 +239,14 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
                               filters=filters, **params).chunks  # fmt: skip
     seen: set[str] = set()
     merged = []
-    for c in [*result.chunks[:2], *hits, *result.chunks[2:]]:
+    for c in [*result.chunks[:at], *hits, *result.chunks[at:]]:
         if c.chunk_id not in seen:
             seen.add(c.chunk_id)
             merged.append(c)
     for rank, c in enumerate(merged, 1):
         c.rank = rank
     result.chunks = merged
-    result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
+    result.timings_ms["options"] = round(result.timings_ms.get("options", 0.0) + (time.perf_counter() - t0) * 1e3, 2)
     result.notes.append(f"the bridge {bridge!r} retrieved on its own ({per_option} chunks)")
     return result
 

@@ -408,6 +408,9 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         person = next((t.lemma_.lower() for t in tokens if t.pos_ == "NOUN" and t.i not in named_tokens
                        and _noun_type(t.lemma_.lower()) == "person" and t.lemma_.lower() not in ("name", "who")), "")
         bridge, hops = (person, 2) if person else ("", 1)
+        # "Which *film* whose director ...": the options' kind reaches the bridge, and says nothing on its page
+        if person and wh_tok is not None and wh_tok.dep_ == "det" and wh_tok.head.lemma_.lower() != person:
+            kind = wh_tok.head.lemma_.lower()
     alternates = [w for t in tokens if (lem := t.lemma_.lower()) != bridge for w in related_words(lem)]
     composed = _COMPOSED_RE.search(text) if atype == "person" else None
     if composed is not None:  # "Who is X's stepmother?": X's father, then his wife
