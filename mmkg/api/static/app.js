@@ -77,22 +77,90 @@ async function picture(img) {
   return box;
 }
 
-async function showEvidence(chunks, labels = null) {
-  // labels: the evidence numbers an answer cites these chunks by (default 1..n, the search ranks)
+// Where a supporting sentence sits in a chunk's text: at the reader's offset when the text there is the
+// sentence, else its first occurrence, else a match that allows any run of whitespace between its words.
+function locate(text, sentence, offset) {
+  if (!sentence) return null;
+  if (offset >= 0 && text.startsWith(sentence, offset)) return [offset, offset + sentence.length];
+  const at = text.indexOf(sentence);
+  if (at >= 0) return [at, at + sentence.length];
+  const words = sentence.trim().split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const m = words.length ? new RegExp(words.join("\\s+")).exec(text) : null;
+  return m ? [m.index, m.index + m[0].length] : null;
+}
+
+// A chunk's whole text, its supporting sentences wrapped in <mark class="support"> (the answer's span inside
+// in <mark class="answer">): nothing is cut, so a cited sentence is always there to scroll to.
+function chunkBody(text, sups) {
+  const ranges = [];
+  for (const sup of sups) {
+    const at = locate(text, sup.sentence, sup.offset ?? -1);
+    if (at && !ranges.some((r) => at[0] < r.to && r.from < at[1])) ranges.push({ from: at[0], to: at[1], sup });
+  }
+  ranges.sort((a, b) => a.from - b.from);
+  const body = el("div", { class: "chunk-text" });
+  let last = 0;
+  for (const { from, to, sup } of ranges) {
+    body.append(text.slice(last, from));
+    const said = text.slice(from, to);
+    const mark = el("mark", { class: "support", "data-support": String(sup.index) });
+    const span = sup.start >= 0 && sup.end > sup.start ? sup.sentence.slice(sup.start, sup.end) : "";
+    const cut = span ? said.indexOf(span, said === sup.sentence ? sup.start : 0) : -1;
+    if (cut >= 0) mark.append(said.slice(0, cut), el("mark", { class: "answer" }, span), said.slice(cut + span.length));
+    else mark.append(said);
+    body.append(mark);
+    last = to;
+  }
+  body.append(text.slice(last));
+  return body;
+}
+
+// opts.labels: the evidence numbers an answer cites these chunks by (default 1..n, the search ranks);
+// opts.support: the reader's supporting sentences (marked in their chunks); opts.scored: show retrieval scores
+// (search results have them; a cited chunk fetched by id has none, so nothing is shown rather than 0.000)
+async function showEvidence(chunks, opts = {}) {
   const list = $("evidence");
   list.replaceChildren();
+  const support = opts.support || [];
   for (const [i, c] of chunks.entries()) {
-    const n = labels ? labels[i] : i + 1;
+    const n = opts.labels ? opts.labels[i] : i + 1;
     const where = c.t_start != null ? ` ${clock(c.t_start)}–${clock(c.t_end ?? c.t_start)}`
       : c.page ? ` p. ${c.page}` : "";
+    const score = opts.scored && typeof c.score === "number" ? ` · score ${c.score.toFixed(3)}` : "";
+    const mine = support.filter((s) => (s.chunk_id ? s.chunk_id === c.chunk_id : s.label === n));
     const item = el("li", { id: `ev-${n}`, value: String(n), "data-chunk": c.chunk_id },
       el("strong", {}, c.title || c.source_path),
-      el("div", { class: "where" }, `${c.source_path}${where} · score ${c.score.toFixed(3)}`),
-      el("div", { class: "chunk-text" }, c.text.length > 600 ? c.text.slice(0, 600) + "…" : c.text));
+      el("div", { class: "where" }, `${c.source_path}${where}${score}`),
+      chunkBody(c.text, mine));
     for (const img of c.images) item.append(await picture(img));
     list.append(item);
   }
   $("evidence-box").hidden = chunks.length === 0;
+}
+
+// Follow a citation: scroll to the evidence and highlight its supporting sentence (the one given, else the
+// first one of that evidence, else the whole item when the reader found no sentence there).
+function follow(n, supportIndex = null) {
+  document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
+  document.querySelectorAll("#evidence mark.active").forEach((m) => m.classList.remove("active"));
+  const item = $(`ev-${n}`);
+  if (!item) return;
+  const marks = [...item.querySelectorAll("mark.support")];
+  const mark = marks.find((m) => m.dataset.support === String(supportIndex))
+    || marks.find((m) => m.querySelector("mark.answer")) || marks[0];
+  if (mark) {
+    mark.classList.add("active");
+    mark.scrollIntoView({ block: "center" });
+  } else {
+    item.classList.add("hit");
+    item.scrollIntoView({ block: "start" });
+  }
+}
+
+function citeLink(n, text, supportIndex = null) {
+  const a = el("a", { href: `#ev-${n}`, class: "cite", "data-label": String(n) }, text);
+  a.addEventListener("click", (ev) => { ev.preventDefault(); follow(n, supportIndex); });
+  return a;
 }
 
 function showAnswer(text, citations) {
@@ -103,14 +171,7 @@ function showAnswer(text, citations) {
   for (const m of text.matchAll(/\[(\d+)\]/g)) {
     box.append(text.slice(last, m.index));
     const n = Number(m[1]);
-    if (labels.has(n)) {
-      const a = el("a", { href: `#ev-${n}`, class: "cite", "data-label": String(n) }, `[${n}]`);
-      a.addEventListener("click", () => {
-        document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
-        $(`ev-${n}`)?.classList.add("hit");
-      });
-      box.append(a);
-    } else box.append(m[0]);
+    box.append(labels.has(n) ? citeLink(n, `[${n}]`) : m[0]);
     last = m.index + m[0].length;
   }
   box.append(text.slice(last));
@@ -128,18 +189,13 @@ function showReading(data) {
   short.replaceChildren(data.short_answer,
     el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}`));
   box.replaceChildren();
-  for (const sup of (reading.support || []).slice(0, 2)) {
+  for (const [i, sup] of (reading.support || []).slice(0, 2).entries()) {
     const q = el("blockquote", {});
     const s = sup.sentence || "";
     if (sup.start >= 0 && sup.end > sup.start && sup.end <= s.length) {
       q.append(s.slice(0, sup.start), el("mark", {}, s.slice(sup.start, sup.end)), s.slice(sup.end));
     } else q.append(s);
-    const a = el("a", { href: `#ev-${sup.label}`, class: "cite" }, ` [${sup.label}]`);
-    a.addEventListener("click", () => {
-      document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
-      $(`ev-${sup.label}`)?.classList.add("hit");
-    });
-    q.append(a);
+    q.append(" ", citeLink(sup.label, `[${sup.label}]`, i));
     box.append(q);
   }
   for (const step of reading.path || []) {
@@ -182,7 +238,7 @@ async function search() {
   const res = await api("/query", { method: "POST", body, headers: h });
   $("answer-box").hidden = true;
   $("short-answer").hidden = $("reading").hidden = true;
-  await showEvidence(res.chunks);
+  await showEvidence(res.chunks, { scored: true });
   await drawGraph(res.chunks.map((c) => c.chunk_id));
   const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
   status(`${res.chunks.length} chunks from version ${res.version} (${res.strategy}${ms != null ? `, ${ms.toFixed(0)} ms` : ""})`);
@@ -217,8 +273,10 @@ async function ask() {
       if (event === "answer") {
         showAnswer(data.text, data.citations);
         showReading(data);
-        const chunks = await Promise.all(data.citations.map((c) => api(`/chunks/${c.chunk_id}`)));
-        await showEvidence(chunks, data.citations.map((c) => c.label));
+        const cited = [...data.citations].sort((a, b) => a.label - b.label);  // [1] first, as a reader expects
+        const chunks = await Promise.all(cited.map((c) => api(`/chunks/${c.chunk_id}`)));
+        const support = ((data.reading || {}).support || []).map((sup, index) => ({ ...sup, index }));
+        await showEvidence(chunks, { labels: cited.map((c) => c.label), support });
         await drawGraph(chunks.map((c) => c.chunk_id));
         status(`answered by ${data.backend} from version ${data.index_version} with ${data.citations.length} citation(s)`);
       }
