@@ -232,23 +232,66 @@ async function drawGraph(chunkIds) {
   });
 }
 
-async function search() {
-  status("searching…");
+// Every request starts from an empty page, so an answer, evidence or graph on screen always belongs to the
+// last request, and an error is never shown above the result of an earlier one.
+function clearResults() {
+  $("answer").replaceChildren();
+  $("short-answer").replaceChildren();
+  $("reading").replaceChildren();
+  $("evidence").replaceChildren();
+  for (const id of ["answer-box", "short-answer", "reading", "evidence-box", "graph-box"]) $(id).hidden = true;
+  if (window.mmkgGraph) { window.mmkgGraph.destroy(); window.mmkgGraph = null; }
+  $("graph").replaceChildren();
+}
+
+function startRun(message) {
+  state.run = (state.run || 0) + 1;
+  clearResults();
+  status(message);
+  return state.run;
+}
+
+// Run a request on a clean page; its error replaces whatever it had shown (unless a newer request took over)
+function launch(fn, message) {
+  const run = startRun(message);
+  fn(run).catch((e) => {
+    if (run !== state.run) return;
+    clearResults();
+    status(e.message, true);
+  });
+}
+
+// The picture a query will send, shown before it is sent (read locally: nothing leaves the page until Ask)
+function showPreview() {
+  const file = $("image").files[0];
+  const box = $("image-preview");
+  box.replaceChildren();
+  box.hidden = !file;
+  if (!file) return;
+  const img = el("img", { alt: `query picture ${file.name}`, title: file.name });
+  const reader = new FileReader();
+  reader.onload = () => { img.src = reader.result; };
+  reader.readAsDataURL(file);
+  const drop = el("button", { type: "button", class: "drop", title: "do not send this picture" }, "×");
+  drop.addEventListener("click", () => { $("image").value = ""; showPreview(); });
+  box.append(img, el("span", { class: "dim" }, file.name), drop);
+}
+
+async function search(run) {
   const { body, headers: h } = requestBody({});
   const res = await api("/query", { method: "POST", body, headers: h });
-  $("answer-box").hidden = true;
-  $("short-answer").hidden = $("reading").hidden = true;
+  if (run !== state.run) return;
   await showEvidence(res.chunks, { scored: true });
   await drawGraph(res.chunks.map((c) => c.chunk_id));
   const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
   status(`${res.chunks.length} chunks from version ${res.version} (${res.strategy}${ms != null ? `, ${ms.toFixed(0)} ms` : ""})`);
 }
 
-async function ask() {
-  status("retrieving and writing the answer…");
+async function ask(run) {
   const { body, headers: h } = requestBody({ stream: true, backend: $("backend").value });
   const res = await fetch("/ask", { method: "POST", body, headers: headers(h) });
   if (!res.ok) {
+    if (res.status === 401) $("key-label").hidden = false;
     const err = await res.json().catch(() => ({}));
     throw new Error(err.error || `${res.status} ${res.statusText}`);
   }
@@ -261,6 +304,7 @@ async function ask() {
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
+    if (run !== state.run) { reader.cancel(); return; }  // a newer request took the page
     buffer += decoder.decode(value, { stream: true });
     let cut;
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
@@ -275,6 +319,7 @@ async function ask() {
         showReading(data);
         const cited = [...data.citations].sort((a, b) => a.label - b.label);  // [1] first, as a reader expects
         const chunks = await Promise.all(cited.map((c) => api(`/chunks/${c.chunk_id}`)));
+        if (run !== state.run) return;
         const support = ((data.reading || {}).support || []).map((sup, index) => ({ ...sup, index }));
         await showEvidence(chunks, { labels: cited.map((c) => c.label), support });
         await drawGraph(chunks.map((c) => c.chunk_id));
@@ -303,6 +348,10 @@ async function init() {
   } catch (e) { status(e.message, true); }
 }
 
-$("ask-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask().catch((e) => status(e.message, true)); });
-$("search").addEventListener("click", () => search().catch((e) => status(e.message, true)));
+$("ask-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  launch(ask, "retrieving and writing the answer…");
+});
+$("search").addEventListener("click", () => launch(search, "searching…"));
+$("image").addEventListener("change", showPreview);
 init();
