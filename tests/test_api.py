@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -284,6 +285,34 @@ def test_chunks_images_objects_and_subgraph(server: Server, sample: Sample):
     assert code == 200 and {n["kind"] for n in graph["nodes"]} >= {"chunk", "entity"}
     ids = {n["id"] for n in graph["nodes"]}
     assert graph["edges"] and all(e["source"] in ids and e["target"] in ids for e in graph["edges"])
+
+
+def test_graph_node_details_and_expand(server: Server):
+    """The page's graph explorer: a node's details (an entity's sentences, a picture's file name and documents), and
+    a node's neighbours that are not drawn yet, with edges only to drawn or new nodes."""
+    _, res = server.json("POST", "/query", {"text": "Hubble Space Telescope placard", "k": 5})
+    ids = [c["chunk_id"] for c in res["chunks"]]
+    _, graph = server.json("POST", "/subgraph", {"chunk_ids": ids, "max_entities": 5})
+    pictures = [n for n in graph["nodes"] if n["kind"] == "image"]
+    assert pictures and all(n["label"] != "picture" and "." in n["label"] for n in pictures)  # file names
+    entity = next(n for n in graph["nodes"] if n["kind"] == "entity")
+    code, d = server.json("GET", f"/graph/node?id={urllib.parse.quote(entity['id'])}")
+    assert code == 200 and d["name"] == entity["label"] and d["occurrences"], d
+    assert any(entity["label"].lower() in o["sentence"].lower() for o in d["occurrences"])
+    code, d = server.json("GET", f"/graph/node?id={urllib.parse.quote(pictures[0]['id'])}")
+    assert code == 200 and d["width"] > 0 and d["occurrences"] and d["occurrences"][0]["source_path"]
+    code, d = server.json("GET", f"/graph/node?id=chunk:{ids[0]}")
+    assert code == 200 and d["text"] == res["chunks"][0]["text"] and d["neighbours"]["entity"] > 0
+    assert server.json("GET", "/graph/node?id=entity:no%20such%20thing")[0] == 404
+    assert server.json("GET", "/graph/node?id=../etc/passwd")[0] == 404
+    known = [n["id"] for n in graph["nodes"]]
+    code, more = server.json("POST", "/graph/expand", {"node": entity["id"], "known": known, "limit": 3})
+    assert code == 200 and 0 < len(more["nodes"]) <= 3, more
+    new = {n["id"] for n in more["nodes"]}
+    assert not new & set(known)
+    assert all(e["source"] in new | set(known) and e["target"] in new | set(known) for e in more["edges"])
+    assert all(e["source"] in new or e["target"] in new for e in more["edges"])
+    assert server.json("POST", "/graph/expand", {"node": entity["id"], "limit": 0})[0] == 422
 
 
 # -- documents --------------------------------------------------------------------------------------------

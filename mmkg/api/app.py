@@ -1,6 +1,7 @@
 """``mmkg serve``: the index over HTTP (FastAPI), and the web page that asks it.
 
 Endpoints: ``POST /query``, ``POST /ask`` (server-sent events with ``"stream": true``), ``POST /subgraph``,
+``GET /graph/node`` and ``POST /graph/expand`` (the page's graph explorer, ``mmkg.api.graph_view``),
 ``GET /index``, ``GET /strategies``, ``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
 ``GET /images/{id}/objects`` (its grounded objects, for overlays), ``GET /objects/{id}/crop``,
 ``POST /documents`` and ``DELETE /documents/{partition}/{path}``, ``GET /health``; OpenAPI at ``/docs``.
@@ -44,7 +45,7 @@ from starlette.exceptions import HTTPException
 
 from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
-from mmkg.api.models import AskRequest, QueryRequest, SubgraphRequest
+from mmkg.api.models import AskRequest, ExpandRequest, QueryRequest, SubgraphRequest
 from mmkg.retrieval.base import PictureTooLarge, QueryError, check_picture
 from mmkg.retrieval.registry import refused_from_clients
 
@@ -361,6 +362,25 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     async def subgraph(req: SubgraphRequest) -> JSONResponse:
         return JSONResponse(await queries.run(_subgraph, holder.current(), req))
 
+    @app.get("/graph/node", summary="One graph node (id KIND:KEY): its text or picture and where it occurs")
+    async def graph_node(id: str) -> JSONResponse:
+        from mmkg.api.graph_view import UnknownNode, node_details
+
+        try:
+            return JSONResponse(json.loads(json.dumps(await queries.run(node_details, holder.current(), id),
+                                                      default=str)))  # fmt: skip
+        except UnknownNode as exc:
+            raise ApiError(404, str(exc)) from exc
+
+    @app.post("/graph/expand", summary="A drawn node's neighbours that are not drawn yet, with their edges")
+    async def graph_expand(req: ExpandRequest) -> JSONResponse:
+        from mmkg.api.graph_view import UnknownNode, expand
+
+        try:
+            return JSONResponse(await queries.run(expand, holder.current(), req.node, req.known, req.limit))
+        except UnknownNode as exc:
+            raise ApiError(404, str(exc)) from exc
+
     # -- reading the index -----------------------------------------------------------------------------
 
     @app.get("/health", summary="Liveness, and the version served")
@@ -553,6 +573,8 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
     """Chunks, the entities they mention (most connected first) and their pictures, with the edges among them."""
     import numpy as np
 
+    from mmkg.api.graph_view import node_label
+
     pos = index.positions["chunks"]
     rows = [pos[c] for c in req.chunk_ids if c in pos]
     if not rows:
@@ -584,7 +606,7 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
         elif kind == "entity":
             label = names.get(keys[n], (keys[n], ""))[0]
         else:
-            label = "picture"
+            label = node_label(index, kind, keys[n])  # the picture's file name
         out_nodes.append({"id": f"{kind}:{keys[n]}", "kind": kind, "key": keys[n], "label": label})
     edges = [
         {"source": out_nodes[i]["id"], "target": out_nodes[j]["id"], "weight": float(w)}

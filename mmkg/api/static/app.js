@@ -205,7 +205,66 @@ function showReading(data) {
   if (reading.reason) box.append(el("p", { class: "dim" }, reading.reason));
 }
 
-async function drawGraph(chunkIds) {
+// -- the graph around the evidence ----------------------------------------------------------------------------
+// A spread-out force layout fitted to the panel; labels only where they stay readable (the evidence numbers of
+// the chunks, the best-connected entities, and whatever is hovered or selected); pictures as thumbnails; a click
+// opens a node's details, from which its neighbours can be added; the legend filters by kind.
+
+const COLORS = { chunk: "#1f77b4", entity: "#ff7f0e", image: "#2ca02c" };
+const TOP_LABELS = 8;  // entities labelled without hovering: the best connected in the drawing
+const LAYOUT = {
+  name: "cose", animate: false, fit: true, padding: 24, randomize: true, nodeDimensionsIncludeLabels: false,
+  nodeRepulsion: () => 12000, idealEdgeLength: () => 70, edgeElasticity: () => 80, nodeOverlap: 16,
+  gravity: 0.3, numIter: 1500, componentSpacing: 90,
+};
+
+function nodeData(n, tags) {
+  const data = { id: n.id, label: n.label, kind: n.kind, key: n.key };
+  if (n.kind === "image") data.img = `/images/${n.key}`;
+  if (n.kind === "chunk" && tags.has(n.key)) data.tag = `[${tags.get(n.key)}]`;
+  return { data };
+}
+
+function graphStyle() {
+  return [
+    { selector: "node", style: {
+      "background-color": (n) => COLORS[n.data("kind")] || "#999", width: 12, height: 12, label: "",
+      "font-size": 10, color: "#222", "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "ellipsis",
+      "text-max-width": "120px", "text-background-color": "#fff", "text-background-opacity": 0.85,
+      "text-background-padding": "1px", "min-zoomed-font-size": 7 } },
+    { selector: "node[kind = 'entity']", style: {
+      width: (n) => 10 + Math.min(14, 3 * Math.sqrt(n.degree())), height: (n) => 10 + Math.min(14, 3 * Math.sqrt(n.degree())) } },
+    { selector: "node[kind = 'chunk']", style: { shape: "round-rectangle", width: 22, height: 22 } },
+    { selector: "node[tag]", style: { label: "data(tag)", "text-valign": "center", "text-margin-y": 0, color: "#fff",
+      "text-background-opacity": 0, "font-weight": 600, width: 26, height: 22 } },
+    { selector: "node[kind = 'image']", style: {
+      shape: "round-rectangle", width: 42, height: 42, "background-image": "data(img)", "background-fit": "cover",
+      "background-color": "#e8f3e8", "border-width": 2, "border-color": COLORS.image } },
+    { selector: "node.top", style: { label: "data(label)" } },
+    { selector: "node.hover, node:selected", style: {
+      label: "data(label)", "z-index": 10, "font-size": 12, "text-max-width": "200px", color: "#000",
+      "text-valign": "bottom", "text-margin-y": 3, "text-background-opacity": 0.95 } },
+    { selector: "node:selected", style: { "border-width": 3, "border-color": "#d62728" } },
+    { selector: "edge", style: { width: 1, "line-color": "#c8c8c8", "curve-style": "haystack", opacity: 0.8 } },
+    { selector: ".faded", style: { opacity: 0.18 } },
+    { selector: ".off", style: { display: "none" } },
+  ];
+}
+
+// label the best-connected entities (by their links in the drawing), so labels do not pile up
+function markTop(cy) {
+  cy.nodes().removeClass("top");
+  cy.nodes("[kind = 'entity']").sort((a, b) => b.degree() - a.degree()).slice(0, TOP_LABELS).addClass("top");
+}
+
+function applyFilter(cy) {
+  for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
+    const nodes = cy.nodes(`[kind = '${box.dataset.kind}']`);
+    if (box.checked) nodes.removeClass("off"); else nodes.addClass("off");
+  }
+}
+
+async function drawGraph(chunkIds, run, tags = new Map()) {
   if (!chunkIds.length) return;
   if (typeof cytoscape === "undefined") {
     $("graph-box").hidden = false;
@@ -216,20 +275,136 @@ async function drawGraph(chunkIds) {
     method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ chunk_ids: chunkIds.slice(0, 20), max_entities: 30 }),
   });
+  if (run !== state.run) return;
   $("graph-box").hidden = false;
-  const colors = { chunk: "#1f77b4", entity: "#ff7f0e", image: "#2ca02c" };
-  window.mmkgGraph = cytoscape({
+  state.tags = tags;
+  const cy = cytoscape({
     container: $("graph"),
     elements: [
-      ...g.nodes.map((n) => ({ data: { id: n.id, label: n.label, kind: n.kind } })),
-      ...g.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.source, target: e.target } })),
+      ...g.nodes.map((n) => nodeData(n, tags)),
+      ...g.edges.map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
     ],
-    style: [
-      { selector: "node", style: { label: "data(label)", "font-size": 9, "background-color": (n) => colors[n.data("kind")] || "#999", width: 14, height: 14 } },
-      { selector: "edge", style: { width: 1, "line-color": "#bbb" } },
-    ],
-    layout: { name: "cose", animate: false },
+    style: graphStyle(), minZoom: 0.2, maxZoom: 4, boxSelectionEnabled: false,
   });
+  window.mmkgGraph = cy;
+  markTop(cy);
+  applyFilter(cy);
+  cy.layout(LAYOUT).run();
+  cy.on("mouseover", "node", (ev) => ev.target.addClass("hover"));
+  cy.on("mouseout", "node", (ev) => ev.target.removeClass("hover"));
+  cy.on("tap", "node", (ev) => selectNode(ev.target));
+  cy.on("tap", (ev) => { if (ev.target === cy) closeDetails(); });
+}
+
+function focus(cy, node) {
+  cy.elements().removeClass("faded");
+  if (node) cy.elements().difference(node.closedNeighborhood()).addClass("faded");
+}
+
+function closeDetails() {
+  $("node-details").hidden = true;
+  $("node-details").replaceChildren();
+  if (window.mmkgGraph) { window.mmkgGraph.nodes().unselect(); focus(window.mmkgGraph, null); }
+}
+
+function where(o) {
+  const at = o.page ? ` p. ${o.page}` : o.t_s != null ? ` ${clock(o.t_s)}` : "";
+  return `${o.source_path || ""}${at}`;
+}
+
+function withName(sentence, name) {
+  const at = name ? sentence.toLowerCase().indexOf(name.toLowerCase()) : -1;
+  return at < 0 ? [sentence] : [sentence.slice(0, at), el("mark", {}, sentence.slice(at, at + name.length)),
+    sentence.slice(at + name.length)];
+}
+
+// A node's details beside the graph: a chunk's text, an entity's occurrences (the sentence that names it in each
+// chunk), a picture with the documents that show it; and a button that adds the node's neighbours to the graph.
+async function selectNode(node) {
+  const cy = window.mmkgGraph;
+  const run = state.run;
+  node.select();
+  focus(cy, node);
+  const box = $("node-details");
+  box.hidden = false;
+  box.replaceChildren(el("p", { class: "dim" }, "loading…"));
+  let d;
+  try {
+    d = await api(`/graph/node?id=${encodeURIComponent(node.id())}`);
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "error" }, e.message));
+    return;
+  }
+  if (run !== state.run || !node.selected()) return;
+  const close = el("button", { type: "button", class: "close", title: "close" }, "×");
+  close.addEventListener("click", closeDetails);
+  const kind = { chunk: "chunk", entity: d.type ? `entity · ${d.type}` : "entity", image: "picture" }[d.kind];
+  const parts = [el("div", { class: "head" }, el("span", { class: `chip ${d.kind}` }), el("h3", {}, d.label), close),
+    el("p", { class: "dim" }, `${kind} · ${d.degree} link(s): ${d.neighbours.chunk} chunk(s), ` +
+      `${d.neighbours.entity} entit${d.neighbours.entity === 1 ? "y" : "ies"}, ${d.neighbours.image} picture(s)`)];
+  if (d.kind === "chunk") {
+    parts.push(el("p", { class: "where" }, where(d)));
+    if (state.tags?.has(d.key)) {
+      const n = state.tags.get(d.key);
+      parts.push(el("p", {}, "in the evidence as ", citeLink(n, `[${n}]`)));
+    }
+    parts.push(el("div", { class: "chunk-text" }, d.text));
+  } else if (d.kind === "entity") {
+    parts.push(el("p", {}, `named in ${d.neighbours.chunk} chunk(s)` + (d.occurrences.length < d.neighbours.chunk
+      ? ` (the first ${d.occurrences.length})` : "")));
+    const list = el("ul", { class: "occurrences" });
+    for (const o of d.occurrences) {
+      list.append(el("li", {}, el("strong", {}, o.title || o.source_path), el("span", { class: "where" }, ` ${where(o)}`),
+        el("div", {}, ...withName(o.sentence || "", d.name))));
+    }
+    parts.push(list);
+  } else {
+    parts.push(el("img", { class: "detail-pic", src: `/images/${d.image_id}`, alt: d.source || "picture" }));
+    parts.push(el("p", { class: "where" }, `${d.source} · ${d.width}×${d.height}`));
+    if (d.objects.length) parts.push(el("p", {}, `objects: ${d.objects.join(", ")}`));
+    const list = el("ul", { class: "occurrences" });
+    for (const o of d.occurrences) {
+      list.append(el("li", {}, el("strong", {}, o.title || o.source_path || ""),
+        el("span", { class: "where" }, ` ${where(o)}`), o.alt_text ? el("div", {}, o.alt_text) : ""));
+    }
+    parts.push(list);
+  }
+  const drawn = node.neighborhood("node").length;
+  const hidden = d.degree - drawn;
+  const more = el("button", { type: "button", id: "expand" }, hidden > 0
+    ? `Show neighbours (${hidden} not drawn)` : "All neighbours are drawn");
+  if (hidden <= 0) more.disabled = true;
+  more.addEventListener("click", () => expandNode(node, more).catch((e) => status(e.message, true)));
+  parts.push(more);
+  box.replaceChildren(...parts);
+}
+
+async function expandNode(node, button) {
+  const cy = window.mmkgGraph;
+  button.disabled = true;
+  button.textContent = "adding neighbours…";
+  const res = await api("/graph/expand", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ node: node.id(), known: cy.nodes().map((n) => n.id()), limit: 20 }),
+  });
+  if (cy !== window.mmkgGraph) return;
+  const at = node.position();
+  const added = cy.add([
+    ...res.nodes.map((n, i) => {
+      const angle = (2 * Math.PI * i) / Math.max(1, res.nodes.length);
+      return { ...nodeData(n, state.tags || new Map()), position: { x: at.x + 60 * Math.cos(angle), y: at.y + 60 * Math.sin(angle) } };
+    }),
+    ...res.edges.filter((e) => cy.getElementById(`${e.source}|${e.target}`).empty()
+      && cy.getElementById(`${e.target}|${e.source}`).empty())
+      .map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
+  ]);
+  markTop(cy);
+  applyFilter(cy);
+  cy.layout({ ...LAYOUT, randomize: false, numIter: 800 }).run();
+  focus(cy, node);
+  button.textContent = res.more > 0 ? `Show more neighbours (${res.more} not drawn)` : "All neighbours are drawn";
+  button.disabled = res.more <= 0;
+  status(`added ${added.nodes().length} neighbour(s) of ${node.data("label")}`);
 }
 
 // Every request starts from an empty page, so an answer, evidence or graph on screen always belongs to the
@@ -242,6 +417,8 @@ function clearResults() {
   for (const id of ["answer-box", "short-answer", "reading", "evidence-box", "graph-box"]) $(id).hidden = true;
   if (window.mmkgGraph) { window.mmkgGraph.destroy(); window.mmkgGraph = null; }
   $("graph").replaceChildren();
+  $("node-details").hidden = true;
+  $("node-details").replaceChildren();
 }
 
 function startRun(message) {
@@ -282,7 +459,7 @@ async function search(run) {
   const res = await api("/query", { method: "POST", body, headers: h });
   if (run !== state.run) return;
   await showEvidence(res.chunks, { scored: true });
-  await drawGraph(res.chunks.map((c) => c.chunk_id));
+  await drawGraph(res.chunks.map((c) => c.chunk_id), run, new Map(res.chunks.map((c, i) => [c.chunk_id, i + 1])));
   const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
   status(`${res.chunks.length} chunks from version ${res.version} (${res.strategy}${ms != null ? `, ${ms.toFixed(0)} ms` : ""})`);
 }
@@ -322,7 +499,7 @@ async function ask(run) {
         if (run !== state.run) return;
         const support = ((data.reading || {}).support || []).map((sup, index) => ({ ...sup, index }));
         await showEvidence(chunks, { labels: cited.map((c) => c.label), support });
-        await drawGraph(chunks.map((c) => c.chunk_id));
+        await drawGraph(chunks.map((c) => c.chunk_id), run, new Map(cited.map((c) => [c.chunk_id, c.label])));
         status(`answered by ${data.backend} from version ${data.index_version} with ${data.citations.length} citation(s)`);
       }
     }
@@ -354,4 +531,8 @@ $("ask-form").addEventListener("submit", (ev) => {
 });
 $("search").addEventListener("click", () => launch(search, "searching…"));
 $("image").addEventListener("change", showPreview);
+for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
+  box.addEventListener("change", () => window.mmkgGraph && applyFilter(window.mmkgGraph));
+}
+$("graph-fit").addEventListener("click", () => window.mmkgGraph?.fit(undefined, 24));
 init();
