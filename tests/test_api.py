@@ -315,6 +315,18 @@ def test_graph_node_details_and_expand(server: Server):
     assert server.json("POST", "/graph/expand", {"node": entity["id"], "limit": 0})[0] == 422
 
 
+def test_index_overview(server: Server):
+    """The page's Index view: the served version's partitions and documents, the versions, the last build."""
+    code, o = server.json("GET", "/index/overview")
+    assert code == 200, o
+    _, info = server.json("GET", "/index")
+    assert o["version"] == info["version"] and [p["partition"] for p in o["partitions"]] == info["partitions"]
+    assert all(p["documents"] > 0 and p["chunks"] > 0 and len(p["fingerprint"]) >= 12 for p in o["partitions"])
+    assert o["documents"]["total"] == sum(p["documents"] for p in o["partitions"])
+    assert any(v["current"] and v["version"] == o["version"] for v in o["versions"])
+    assert o["build"]["status"] and o["rejected"]["total"] == len(o["rejected"]["rows"])
+
+
 # -- documents --------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,8 @@
 
 Endpoints: ``POST /query``, ``POST /ask`` (server-sent events with ``"stream": true``), ``POST /subgraph``,
 ``GET /graph/node`` and ``POST /graph/expand`` (the page's graph explorer, ``mmkg.api.graph_view``),
-``GET /index``, ``GET /strategies``, ``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
+``GET /index``, ``GET /index/overview`` (the page's Index view, ``mmkg.api.index_view``), ``GET /strategies``,
+``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
 ``GET /images/{id}/objects`` (its grounded objects, for overlays), ``GET /objects/{id}/crop``,
 ``POST /documents`` and ``DELETE /documents/{partition}/{path}``, ``GET /health``; OpenAPI at ``/docs``.
 
@@ -398,6 +399,13 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             "partitions": sorted(m.partitions), "counts": m.counts, "backends": sorted(factories),
             "default_backend": cfg.default_backend, "documents": corpus is not None,
         }  # fmt: skip
+
+    @app.get("/index/overview", summary="The index: partitions, documents, versions, the last build, rejected files")
+    async def index_overview() -> JSONResponse:
+        from mmkg.api.index_view import overview
+
+        out = await queries.run(overview, holder.current(), cfg.data_root)
+        return JSONResponse(json.loads(json.dumps(out, default=str)))
 
     @app.get("/strategies", summary="Every retrieval strategy with its presets and parameters")
     async def strategies() -> list[dict[str, Any]]:

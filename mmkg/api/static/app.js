@@ -506,6 +506,87 @@ async function ask(run) {
   }
 }
 
+// -- the Index view: what is served, how it was built, and what was left out ----------------------------------
+
+function table(columns, rows) {
+  const head = el("tr", {}, ...columns.map(([, title]) => el("th", {}, title)));
+  const body = rows.map((r) => el("tr", {}, ...columns.map(([key, , fmt]) => {
+    const v = fmt ? fmt(r[key], r) : r[key];
+    return el("td", {}, v == null ? "" : v instanceof Node ? v : String(v));
+  })));
+  return el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
+}
+
+const num = (v) => (typeof v === "number" ? v.toLocaleString("en") : v);
+
+async function showIndex() {
+  const body = $("index-body");
+  $("index-status").className = "dim";
+  $("index-status").textContent = "reading the index…";
+  let o;
+  try {
+    o = await api("/index/overview");
+  } catch (e) {
+    body.replaceChildren();
+    $("index-status").className = "error";
+    $("index-status").textContent = e.message;
+    return;
+  }
+  $("index-status").textContent = "";
+  const counts = Object.entries(o.counts).map(([k, v]) => `${num(v)} ${k}`).join(" · ");
+  const parts = [
+    el("h2", {}, "Served version"),
+    el("p", {}, el("code", {}, o.version), ` published ${o.created_at} · encoder ${o.encoder}`),
+    el("p", { class: "dim" }, counts),
+    el("h2", {}, "Last build"),
+    el("p", { class: "build-status" }, o.build.status),
+  ];
+  if (o.build.published) {
+    parts.push(el("p", { class: "dim" }, `recorded ${o.build.recorded_at}: published ${o.build.published} ` +
+      `(${o.build.partitions.length} partition(s))`));
+  }
+  if (o.build.log) {
+    parts.push(el("details", {}, el("summary", {}, `${o.build.log.name} (${o.build.log.modified_at}), last lines`),
+      el("pre", { class: "log" }, o.build.log.tail.join("\n"))));
+  }
+  parts.push(el("h2", {}, `Partitions (${o.partitions.length})`), table([
+    ["partition", "partition"], ["documents", "documents", num], ["chunks", "chunks", num],
+    ["pictures", "pictures", num], ["rejected", "rejected or cut", num],
+    ["fingerprint", "fingerprint", (v) => el("code", { title: v }, v.slice(0, 12))],
+  ], o.partitions));
+  parts.push(el("h2", {}, `Versions (${o.versions.length}, newest first)`), table([
+    ["version", "version", (v, r) => el("span", {}, el("code", {}, v), r.current ? el("strong", {}, " · served") : "")],
+    ["created_at", "published"],
+    ["partitions", "partitions", (v, r) => (r.error ? el("span", { class: "error" }, r.error) : (v || []).join(", "))],
+    ["counts", "chunks", (v) => num(v?.chunks)],
+  ], o.versions));
+  const docs = table([
+    ["partition", "partition"], ["source_path", "file"], ["title", "title"], ["kind", "kind"], ["chunks", "chunks", num],
+  ], o.documents.rows);
+  parts.push(el("h2", {}, `Documents (${num(o.documents.total)})`),
+    o.documents.total > 30 ? el("details", {}, el("summary", {}, "show them"), docs) : docs);
+  if (o.documents.total > o.documents.rows.length) {
+    parts.push(el("p", { class: "dim" }, `the first ${o.documents.rows.length} are listed`));
+  }
+  const stages = Object.entries(o.rejected.by_stage).map(([k, v]) => `${v} ${k}`).join(", ");
+  parts.push(el("h2", {}, `Rejected, cut or repaired (${num(o.rejected.total)})`));
+  if (o.rejected.total) {
+    parts.push(el("p", { class: "dim" }, `${stages}; all of them: mmkg sql "SELECT * FROM rejected_files"`),
+      table([["partition", "partition"], ["source_path", "file"], ["record_key", "record"], ["stage", "stage"],
+        ["reason", "reason"]], o.rejected.rows));
+  } else parts.push(el("p", { class: "dim" }, "none: every file was read as it is"));
+  body.replaceChildren(...parts);
+}
+
+function route() {
+  const index = location.hash === "#index";
+  $("ask-view").hidden = index;
+  $("index-view").hidden = !index;
+  $("tab-ask").classList.toggle("current", !index);
+  $("tab-index").classList.toggle("current", index);
+  if (index) showIndex();
+}
+
 async function init() {
   $("api-key").value = state.key;
   $("api-key").addEventListener("change", () => {
@@ -534,5 +615,7 @@ $("image").addEventListener("change", showPreview);
 for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
   box.addEventListener("change", () => window.mmkgGraph && applyFilter(window.mmkgGraph));
 }
+window.addEventListener("hashchange", route);
+route();
 $("graph-fit").addEventListener("click", () => window.mmkgGraph?.fit(undefined, 24));
 init();
