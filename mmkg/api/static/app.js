@@ -52,7 +52,8 @@ function clock(s) {
 
 async function picture(img) {
   const box = el("span", { class: "pic" });
-  const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: img.source });
+  const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: `${img.source} (click to enlarge)` });
+  tag.addEventListener("click", () => box.classList.toggle("big"));  // close-set labels spread out when enlarged
   box.append(tag);
   try {
     const info = await api(`/images/${img.image_id}/objects`);
@@ -60,18 +61,22 @@ async function picture(img) {
       const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
       svg.setAttribute("viewBox", `0 0 ${info.width} ${info.height}`);
       svg.setAttribute("preserveAspectRatio", "none");
+      const labels = [];
       for (const o of info.objects) {
         const [x0, y0, x1, y1] = o.box;
         const r = document.createElementNS(svg.namespaceURI, "rect");
         Object.entries({ x: x0, y: y0, width: x1 - x0, height: y1 - y0, class: "overlay" })
           .forEach(([k, v]) => r.setAttribute(k, v));
-        const t = document.createElementNS(svg.namespaceURI, "text");
-        t.setAttribute("x", x0 + 2);
-        t.setAttribute("y", Math.max(12, y0 - 3));
-        t.textContent = `${o.entity_name} ${o.score.toFixed(2)}`;
-        svg.append(r, t);
+        svg.append(r);
+        // the label is HTML over the picture, placed in percent of it: its font is in screen pixels, so it reads
+        // the same on a 4000-pixel scan shown at 320 pixels as on a thumbnail (SVG text scaled with the picture)
+        const above = y0 / info.height > 0.08;
+        labels.push(el("span", {
+          class: `tag${above ? " above" : ""}`, title: `${o.entity_name} (${o.backend}, σ ${o.score.toFixed(2)})`,
+          style: `left: ${(100 * x0 / info.width).toFixed(2)}%; top: ${(100 * (above ? y0 : y1) / info.height).toFixed(2)}%`,
+        }, `${o.entity_name} ${o.score.toFixed(2)}`));
       }
-      box.append(svg);
+      box.append(svg, ...labels);
     }
   } catch (e) { /* the picture still shows without overlays */ }
   return box;
