@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SAMPLE_CORPUS, free_port, stop_process_group, wait_until_up
@@ -566,9 +567,9 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
             browser.close()
 
 
-def _in_view(page: object, selector: str) -> bool:
+def _in_view(page: Any, selector: str) -> bool:
     """Whether the element is inside the viewport and inside its scrolled chunk box."""
-    return page.evaluate(  # type: ignore[attr-defined]
+    return page.evaluate(
         """(sel) => {
             const m = document.querySelector(sel), box = m.closest('.chunk-text');
             const r = m.getBoundingClientRect(), b = box.getBoundingClientRect();
