@@ -14,11 +14,13 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import SAMPLE_CORPUS, free_port, stop_process_group, wait_until_up
@@ -286,6 +288,46 @@ def test_chunks_images_objects_and_subgraph(server: Server, sample: Sample):
     assert graph["edges"] and all(e["source"] in ids and e["target"] in ids for e in graph["edges"])
 
 
+def test_graph_node_details_and_expand(server: Server):
+    """The page's graph explorer: a node's details (an entity's sentences, a picture's file name and documents), and
+    a node's neighbours that are not drawn yet, with edges only to drawn or new nodes."""
+    _, res = server.json("POST", "/query", {"text": "Hubble Space Telescope placard", "k": 5})
+    ids = [c["chunk_id"] for c in res["chunks"]]
+    _, graph = server.json("POST", "/subgraph", {"chunk_ids": ids, "max_entities": 5})
+    pictures = [n for n in graph["nodes"] if n["kind"] == "image"]
+    assert pictures and all(n["label"] != "picture" and "." in n["label"] for n in pictures)  # file names
+    entity = next(n for n in graph["nodes"] if n["kind"] == "entity")
+    code, d = server.json("GET", f"/graph/node?id={urllib.parse.quote(entity['id'])}")
+    assert code == 200 and d["name"] == entity["label"] and d["occurrences"], d
+    assert any(entity["label"].lower() in o["sentence"].lower() for o in d["occurrences"])
+    code, d = server.json("GET", f"/graph/node?id={urllib.parse.quote(pictures[0]['id'])}")
+    assert code == 200 and d["width"] > 0 and d["occurrences"] and d["occurrences"][0]["source_path"]
+    code, d = server.json("GET", f"/graph/node?id=chunk:{ids[0]}")
+    assert code == 200 and d["text"] == res["chunks"][0]["text"] and d["neighbours"]["entity"] > 0
+    assert server.json("GET", "/graph/node?id=entity:no%20such%20thing")[0] == 404
+    assert server.json("GET", "/graph/node?id=../etc/passwd")[0] == 404
+    known = [n["id"] for n in graph["nodes"]]
+    code, more = server.json("POST", "/graph/expand", {"node": entity["id"], "known": known, "limit": 3})
+    assert code == 200 and 0 < len(more["nodes"]) <= 3, more
+    new = {n["id"] for n in more["nodes"]}
+    assert not new & set(known)
+    assert all(e["source"] in new | set(known) and e["target"] in new | set(known) for e in more["edges"])
+    assert all(e["source"] in new or e["target"] in new for e in more["edges"])
+    assert server.json("POST", "/graph/expand", {"node": entity["id"], "limit": 0})[0] == 422
+
+
+def test_index_overview(server: Server):
+    """The page's Index view: the served version's partitions and documents, the versions, the last build."""
+    code, o = server.json("GET", "/index/overview")
+    assert code == 200, o
+    _, info = server.json("GET", "/index")
+    assert o["version"] == info["version"] and [p["partition"] for p in o["partitions"]] == info["partitions"]
+    assert all(p["documents"] > 0 and p["chunks"] > 0 and len(p["fingerprint"]) >= 12 for p in o["partitions"])
+    assert o["documents"]["total"] == sum(p["documents"] for p in o["partitions"])
+    assert any(v["current"] and v["version"] == o["version"] for v in o["versions"])
+    assert o["build"]["status"] and o["rejected"]["total"] == len(o["rejected"]["rows"])
+
+
 # -- documents --------------------------------------------------------------------------------------------
 
 
@@ -396,7 +438,9 @@ def test_publish_during_a_burst_of_queries(server: Server, sample: Sample):
 
 @pytest.mark.browser
 def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
-    """Ask the sample question, follow a citation, see a picture with object overlays and the graph."""
+    """Walk the page as a user would: ask, follow a citation to its highlighted sentence, open a graph node and
+    expand it, search by text and by an uploaded picture (previewed), see a bad query replace the result, read
+    the Index view, and use it on a phone. Screenshots go to test-artifacts/web-*.png (docs/web-*.png are copies)."""
     from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _ready
 
     _ready()
@@ -405,47 +449,134 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
     if not (Path(__file__).parent.parent / "mmkg" / "api" / "static" / "vendor" / "cytoscape.min.js").exists():
         pytest.fail("mmkg/api/static/vendor/cytoscape.min.js is missing: run scripts/setup.sh (needs npm)")
     ARTIFACTS.mkdir(exist_ok=True)
+    question = "Which mission did the first woman to command a Space Shuttle lead?"
+    _, expected = server.json("POST", "/ask", {"text": question, "k": 5})
+    support = expected["reading"]["support"][0]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             requests: list[str] = []
+            errors: list[str] = []
             page.on("request", lambda r: requests.append(r.url))
+            page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(server.url + "/", timeout=60_000)
             page.get_by_text("ready").wait_for(timeout=60_000)
-            page.fill("#question", "Who commanded STS-93?")
-            page.click("#ask")
-            cite = page.locator("#answer a.cite").first
-            cite.wait_for(timeout=60_000)
-            assert "STS-93" in page.inner_text("#answer")
-            cite.click()
-            label = cite.get_attribute("data-label")
-            assert page.locator(f"#ev-{label}.hit").count() == 1
-            page.fill("#question", "Which mission did the first woman to command a Space Shuttle lead?")
+
+            # ask; the answer's citation leads to its supporting sentence, highlighted in the whole chunk
+            page.fill("#question", question)
             page.click("#ask")
             page.wait_for_function("document.querySelector('#short-answer')?.textContent.startsWith('STS-93')",
                                    timeout=60_000)  # fmt: skip
             assert page.inner_text("#reading mark") == "STS-93"  # the span, marked in its sentence
             assert "confidence" in page.inner_text("#short-answer")
+            cite = page.locator(f"#answer a.cite[data-label='{support['label']}']").first
+            cite.wait_for(timeout=60_000)
+            page.locator(f"#ev-{support['label']} mark.support").first.wait_for(timeout=60_000)
+            assert "score 0.000" not in page.inner_text("#evidence")  # cited chunks have no retrieval score
+            cite.click()
+            active = page.locator(f"#ev-{support['label']} mark.support.active")
+            assert active.count() == 1 and support["sentence"] in active.inner_text()
+            assert page.inner_text(f"#ev-{support['label']} mark.active mark.answer") == "STS-93"
+            assert active.is_visible() and _in_view(page, f"#ev-{support['label']} mark.support.active")
+            page.screenshot(path=str(ARTIFACTS / "web-answer.png"))
+
+            # the graph: a click on a node opens its details; its neighbours can be added
             page.wait_for_function("window.mmkgGraph && window.mmkgGraph.nodes().length > 0", timeout=60_000)
+            page.locator("#graph-box").scroll_into_view_if_needed()
+            before = page.evaluate("window.mmkgGraph.nodes().length")
+            node = page.evaluate("""(() => {
+                const n = window.mmkgGraph.nodes("[kind = 'entity']").sort((a, b) => b.degree() - a.degree())[0];
+                const p = n.renderedPosition();
+                return {id: n.id(), label: n.data('label'), x: p.x, y: p.y};
+            })()""")
+            box = page.locator("#graph").bounding_box()
+            assert box is not None
+            page.mouse.click(box["x"] + node["x"], box["y"] + node["y"])
+            page.locator("#node-details h3").wait_for(timeout=30_000)
+            assert page.inner_text("#node-details h3") == node["label"]
+            assert node["label"].lower() in page.inner_text("#node-details .occurrences").lower()
+            page.click("#expand")
+            page.wait_for_function(f"window.mmkgGraph.nodes().length > {before}", timeout=30_000)
+            page.wait_for_timeout(300)
+            page.locator("#graph-box").screenshot(path=str(ARTIFACTS / "web-graph.png"))
+
             page.goto(server.url + "/docs", timeout=60_000)  # Swagger UI renders from the vendored files
             page.locator(".swagger-ui .title").first.wait_for(timeout=60_000)
             assert "mmkg" in page.inner_text(".swagger-ui .title")
             page.locator(".opblock-summary-path", has_text="/ask").first.wait_for(timeout=60_000)
+
+            # search: pictures with readable object labels, picture nodes drawn as thumbnails
             page.goto(server.url + "/", timeout=60_000)
             page.get_by_text("ready").wait_for(timeout=60_000)
             page.fill("#question", "Hubble Space Telescope placard")
             page.click("#search")
             page.locator(".pic svg rect").first.wait_for(state="attached", timeout=60_000)
+            tag = page.locator(".pic .tag").first
+            assert float(tag.evaluate("t => parseFloat(getComputedStyle(t).fontSize)")) >= 11
             page.wait_for_function(
                 "window.mmkgGraph && window.mmkgGraph.nodes('[kind = \"image\"]').length > 0", timeout=60_000
             )
+            assert page.evaluate("window.mmkgGraph.nodes('[kind = \"image\"]').map(n => n.data('label'))").count(
+                "picture") == 0  # fmt: skip
             page.wait_for_timeout(500)
             page.screenshot(path=str(ARTIFACTS / "web-page.png"), full_page=True)
-            elsewhere = [u for u in requests if not u.startswith(server.url)]
+
+            # a picture query: previewed before it is sent, then searched
+            page.set_input_files("#image", str(PICTURE))
+            page.locator("#image-preview img[src^='data:image']").wait_for(timeout=10_000)
+            page.fill("#question", "")
+            page.click("#search")
+            page.get_by_text("chunks from version").wait_for(timeout=60_000)
+            assert page.locator("#evidence li").count() > 0
+            page.screenshot(path=str(ARTIFACTS / "web-picture-query.png"))
+
+            # a bad query: its error replaces the result instead of sitting above it
+            page.click("#image-preview .drop")
+            assert page.locator("#image-preview").is_hidden()
+            page.click("#ask")
+            page.locator("#status.error").wait_for(timeout=30_000)
+            assert "give text" in page.inner_text("#status")
+            assert page.locator("#evidence li").count() == 0 and page.locator("#evidence-box").is_hidden()
+            assert page.locator("#answer-box").is_hidden() and page.locator("#graph-box").is_hidden()
+
+            # the Index view
+            page.click("#tab-index")
+            page.get_by_text("Partitions (3)").wait_for(timeout=30_000)
+            body = page.inner_text("#index-body")
+            assert all(k in body for k in ("computing_history", "nature_and_objects", "space", "served"))
+            assert "Last build" in body and "Rejected" in body
+            page.screenshot(path=str(ARTIFACTS / "web-index.png"), full_page=True)
+
+            # a phone: the form, answer, evidence and graph stack in one column
+            phone = browser.new_page(viewport={"width": 390, "height": 844})
+            phone.goto(server.url + "/", timeout=60_000)
+            phone.get_by_text("ready").wait_for(timeout=60_000)
+            phone.fill("#question", question)
+            phone.click("#ask")
+            phone.wait_for_function("window.mmkgGraph && window.mmkgGraph.nodes().length > 0", timeout=60_000)
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the screen
+            assert phone.locator("#key-label").is_hidden()  # no API key on this server: no key field
+            phone.locator("#answer-box").scroll_into_view_if_needed()
+            phone.wait_for_timeout(300)
+            phone.screenshot(path=str(ARTIFACTS / "web-phone.png"))
+            elsewhere = [u for u in requests if not u.startswith((server.url, "data:"))]
             assert not elsewhere, elsewhere  # no CDN, no third-party request
+            assert not errors, errors
         finally:
             browser.close()
+
+
+def _in_view(page: Any, selector: str) -> bool:
+    """Whether the element is inside the viewport and inside its scrolled chunk box."""
+    return page.evaluate(
+        """(sel) => {
+            const m = document.querySelector(sel), box = m.closest('.chunk-text');
+            const r = m.getBoundingClientRect(), b = box.getBoundingClientRect();
+            return r.top >= 0 && r.bottom <= innerHeight && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+        }""",
+        selector,
+    )
 
 
 def test_a_slow_model_does_not_hold_up_queries(sample: Sample, scripted_llm, tmp_path: Path):

@@ -1,7 +1,9 @@
 """``mmkg serve``: the index over HTTP (FastAPI), and the web page that asks it.
 
 Endpoints: ``POST /query``, ``POST /ask`` (server-sent events with ``"stream": true``), ``POST /subgraph``,
-``GET /index``, ``GET /strategies``, ``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
+``GET /graph/node`` and ``POST /graph/expand`` (the page's graph explorer, ``mmkg.api.graph_view``),
+``GET /index``, ``GET /index/overview`` (the page's Index view, ``mmkg.api.index_view``), ``GET /strategies``,
+``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
 ``GET /images/{id}/objects`` (its grounded objects, for overlays), ``GET /objects/{id}/crop``,
 ``POST /documents`` and ``DELETE /documents/{partition}/{path}``, ``GET /health``; OpenAPI at ``/docs``.
 
@@ -44,7 +46,7 @@ from starlette.exceptions import HTTPException
 
 from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
-from mmkg.api.models import AskRequest, QueryRequest, SubgraphRequest
+from mmkg.api.models import AskRequest, ExpandRequest, QueryRequest, SubgraphRequest
 from mmkg.query import PictureTooLarge, QueryError, check_picture
 from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval import evidence as ev
@@ -363,6 +365,25 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     async def subgraph(req: SubgraphRequest) -> JSONResponse:
         return JSONResponse(await queries.run(_subgraph, holder.current(), req))
 
+    @app.get("/graph/node", summary="One graph node (id KIND:KEY): its text or picture and where it occurs")
+    async def graph_node(id: str) -> JSONResponse:
+        from mmkg.api.graph_view import UnknownNode, node_details
+
+        try:
+            return JSONResponse(json.loads(json.dumps(await queries.run(node_details, holder.current(), id),
+                                                      default=str)))  # fmt: skip
+        except UnknownNode as exc:
+            raise ApiError(404, str(exc)) from exc
+
+    @app.post("/graph/expand", summary="A drawn node's neighbours that are not drawn yet, with their edges")
+    async def graph_expand(req: ExpandRequest) -> JSONResponse:
+        from mmkg.api.graph_view import UnknownNode, expand
+
+        try:
+            return JSONResponse(await queries.run(expand, holder.current(), req.node, req.known, req.limit))
+        except UnknownNode as exc:
+            raise ApiError(404, str(exc)) from exc
+
     # -- reading the index -----------------------------------------------------------------------------
 
     @app.get("/health", summary="Liveness, and the version served")
@@ -380,6 +401,13 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             "partitions": sorted(m.partitions), "counts": m.counts, "backends": sorted(factories),
             "default_backend": cfg.default_backend, "documents": corpus is not None,
         }  # fmt: skip
+
+    @app.get("/index/overview", summary="The index: partitions, documents, versions, the last build, rejected files")
+    async def index_overview() -> JSONResponse:
+        from mmkg.api.index_view import overview
+
+        out = await queries.run(overview, holder.current(), cfg.data_root)
+        return JSONResponse(json.loads(json.dumps(out, default=str)))
 
     @app.get("/strategies", summary="Every retrieval strategy with its presets and parameters")
     async def strategies() -> list[dict[str, Any]]:
@@ -555,6 +583,8 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
     """Chunks, the entities they mention (most connected first) and their pictures, with the edges among them."""
     import numpy as np
 
+    from mmkg.api.graph_view import node_label
+
     pos = index.positions["chunks"]
     rows = [pos[c] for c in req.chunk_ids if c in pos]
     if not rows:
@@ -586,7 +616,7 @@ def _subgraph(index: Any, req: SubgraphRequest) -> dict[str, Any]:
         elif kind == "entity":
             label = names.get(keys[n], (keys[n], ""))[0]
         else:
-            label = "picture"
+            label = node_label(index, kind, keys[n])  # the picture's file name
         out_nodes.append({"id": f"{kind}:{keys[n]}", "kind": kind, "key": keys[n], "label": label})
     edges = [
         {"source": out_nodes[i]["id"], "target": out_nodes[j]["id"], "weight": float(w)}

@@ -82,3 +82,15 @@ class SubgraphRequest(BaseModel):
 
     chunk_ids: list[Annotated[str, Field(max_length=64)]] = Field(..., min_length=1, max_length=50)
     max_entities: StrictInt = Field(40, ge=0, le=500)
+
+
+class ExpandRequest(BaseModel):
+    """``POST /graph/expand``: a drawn node's neighbours that are not drawn yet, with their edges."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node: str = Field(..., max_length=600, description="The node to expand: KIND:KEY as /subgraph names it.")
+    known: list[Annotated[str, Field(max_length=600)]] = Field(
+        default_factory=list, max_length=2_000, description="Nodes already drawn (not returned again)."
+    )
+    limit: StrictInt = Field(20, ge=1, le=200, description="Neighbours to return at most.")

@@ -52,7 +52,8 @@ function clock(s) {
 
 async function picture(img) {
   const box = el("span", { class: "pic" });
-  const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: img.source });
+  const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: `${img.source} (click to enlarge)` });
+  tag.addEventListener("click", () => box.classList.toggle("big"));  // close-set labels spread out when enlarged
   box.append(tag);
   try {
     const info = await api(`/images/${img.image_id}/objects`);
@@ -60,39 +61,111 @@ async function picture(img) {
       const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
       svg.setAttribute("viewBox", `0 0 ${info.width} ${info.height}`);
       svg.setAttribute("preserveAspectRatio", "none");
+      const labels = [];
       for (const o of info.objects) {
         const [x0, y0, x1, y1] = o.box;
         const r = document.createElementNS(svg.namespaceURI, "rect");
         Object.entries({ x: x0, y: y0, width: x1 - x0, height: y1 - y0, class: "overlay" })
           .forEach(([k, v]) => r.setAttribute(k, v));
-        const t = document.createElementNS(svg.namespaceURI, "text");
-        t.setAttribute("x", x0 + 2);
-        t.setAttribute("y", Math.max(12, y0 - 3));
-        t.textContent = `${o.entity_name} ${o.score.toFixed(2)}`;
-        svg.append(r, t);
+        svg.append(r);
+        // the label is HTML over the picture, placed in percent of it: its font is in screen pixels, so it reads
+        // the same on a 4000-pixel scan shown at 320 pixels as on a thumbnail (SVG text scaled with the picture)
+        const above = y0 / info.height > 0.08;
+        labels.push(el("span", {
+          class: `tag${above ? " above" : ""}`, title: `${o.entity_name} (${o.backend}, σ ${o.score.toFixed(2)})`,
+          style: `left: ${(100 * x0 / info.width).toFixed(2)}%; top: ${(100 * (above ? y0 : y1) / info.height).toFixed(2)}%`,
+        }, `${o.entity_name} ${o.score.toFixed(2)}`));
       }
-      box.append(svg);
+      box.append(svg, ...labels);
     }
   } catch (e) { /* the picture still shows without overlays */ }
   return box;
 }
 
-async function showEvidence(chunks, labels = null) {
-  // labels: the evidence numbers an answer cites these chunks by (default 1..n, the search ranks)
+// Where a supporting sentence sits in a chunk's text: at the reader's offset when the text there is the
+// sentence, else its first occurrence, else a match that allows any run of whitespace between its words.
+function locate(text, sentence, offset) {
+  if (!sentence) return null;
+  if (offset >= 0 && text.startsWith(sentence, offset)) return [offset, offset + sentence.length];
+  const at = text.indexOf(sentence);
+  if (at >= 0) return [at, at + sentence.length];
+  const words = sentence.trim().split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const m = words.length ? new RegExp(words.join("\\s+")).exec(text) : null;
+  return m ? [m.index, m.index + m[0].length] : null;
+}
+
+// A chunk's whole text, its supporting sentences wrapped in <mark class="support"> (the answer's span inside
+// in <mark class="answer">): nothing is cut, so a cited sentence is always there to scroll to.
+function chunkBody(text, sups) {
+  const ranges = [];
+  for (const sup of sups) {
+    const at = locate(text, sup.sentence, sup.offset ?? -1);
+    if (at && !ranges.some((r) => at[0] < r.to && r.from < at[1])) ranges.push({ from: at[0], to: at[1], sup });
+  }
+  ranges.sort((a, b) => a.from - b.from);
+  const body = el("div", { class: "chunk-text" });
+  let last = 0;
+  for (const { from, to, sup } of ranges) {
+    body.append(text.slice(last, from));
+    const said = text.slice(from, to);
+    const mark = el("mark", { class: "support", "data-support": String(sup.index) });
+    const span = sup.start >= 0 && sup.end > sup.start ? sup.sentence.slice(sup.start, sup.end) : "";
+    const cut = span ? said.indexOf(span, said === sup.sentence ? sup.start : 0) : -1;
+    if (cut >= 0) mark.append(said.slice(0, cut), el("mark", { class: "answer" }, span), said.slice(cut + span.length));
+    else mark.append(said);
+    body.append(mark);
+    last = to;
+  }
+  body.append(text.slice(last));
+  return body;
+}
+
+// opts.labels: the evidence numbers an answer cites these chunks by (default 1..n, the search ranks);
+// opts.support: the reader's supporting sentences (marked in their chunks); opts.scored: show retrieval scores
+// (search results have them; a cited chunk fetched by id has none, so nothing is shown rather than 0.000)
+async function showEvidence(chunks, opts = {}) {
   const list = $("evidence");
   list.replaceChildren();
+  const support = opts.support || [];
   for (const [i, c] of chunks.entries()) {
-    const n = labels ? labels[i] : i + 1;
+    const n = opts.labels ? opts.labels[i] : i + 1;
     const where = c.t_start != null ? ` ${clock(c.t_start)}–${clock(c.t_end ?? c.t_start)}`
       : c.page ? ` p. ${c.page}` : "";
+    const score = opts.scored && typeof c.score === "number" ? ` · score ${c.score.toFixed(3)}` : "";
+    const mine = support.filter((s) => (s.chunk_id ? s.chunk_id === c.chunk_id : s.label === n));
     const item = el("li", { id: `ev-${n}`, value: String(n), "data-chunk": c.chunk_id },
       el("strong", {}, c.title || c.source_path),
-      el("div", { class: "where" }, `${c.source_path}${where} · score ${c.score.toFixed(3)}`),
-      el("div", { class: "chunk-text" }, c.text.length > 600 ? c.text.slice(0, 600) + "…" : c.text));
+      el("div", { class: "where" }, `${c.source_path}${where}${score}`),
+      chunkBody(c.text, mine));
     for (const img of c.images) item.append(await picture(img));
     list.append(item);
   }
   $("evidence-box").hidden = chunks.length === 0;
+}
+
+// Follow a citation: scroll to the evidence and highlight its supporting sentence (the one given, else the
+// first one of that evidence, else the whole item when the reader found no sentence there).
+function follow(n, supportIndex = null) {
+  document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
+  document.querySelectorAll("#evidence mark.active").forEach((m) => m.classList.remove("active"));
+  const item = $(`ev-${n}`);
+  if (!item) return;
+  const marks = [...item.querySelectorAll("mark.support")];
+  const mark = marks.find((m) => m.dataset.support === String(supportIndex))
+    || marks.find((m) => m.querySelector("mark.answer")) || marks[0];
+  if (mark) {
+    mark.classList.add("active");
+    mark.scrollIntoView({ block: "center" });
+  } else {
+    item.classList.add("hit");
+    item.scrollIntoView({ block: "start" });
+  }
+}
+
+function citeLink(n, text, supportIndex = null) {
+  const a = el("a", { href: `#ev-${n}`, class: "cite", "data-label": String(n) }, text);
+  a.addEventListener("click", (ev) => { ev.preventDefault(); follow(n, supportIndex); });
+  return a;
 }
 
 function showAnswer(text, citations) {
@@ -103,14 +176,7 @@ function showAnswer(text, citations) {
   for (const m of text.matchAll(/\[(\d+)\]/g)) {
     box.append(text.slice(last, m.index));
     const n = Number(m[1]);
-    if (labels.has(n)) {
-      const a = el("a", { href: `#ev-${n}`, class: "cite", "data-label": String(n) }, `[${n}]`);
-      a.addEventListener("click", () => {
-        document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
-        $(`ev-${n}`)?.classList.add("hit");
-      });
-      box.append(a);
-    } else box.append(m[0]);
+    box.append(labels.has(n) ? citeLink(n, `[${n}]`) : m[0]);
     last = m.index + m[0].length;
   }
   box.append(text.slice(last));
@@ -128,18 +194,13 @@ function showReading(data) {
   short.replaceChildren(data.short_answer,
     el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}`));
   box.replaceChildren();
-  for (const sup of (reading.support || []).slice(0, 2)) {
+  for (const [i, sup] of (reading.support || []).slice(0, 2).entries()) {
     const q = el("blockquote", {});
     const s = sup.sentence || "";
     if (sup.start >= 0 && sup.end > sup.start && sup.end <= s.length) {
       q.append(s.slice(0, sup.start), el("mark", {}, s.slice(sup.start, sup.end)), s.slice(sup.end));
     } else q.append(s);
-    const a = el("a", { href: `#ev-${sup.label}`, class: "cite" }, ` [${sup.label}]`);
-    a.addEventListener("click", () => {
-      document.querySelectorAll("#evidence li.hit").forEach((li) => li.classList.remove("hit"));
-      $(`ev-${sup.label}`)?.classList.add("hit");
-    });
-    q.append(a);
+    q.append(" ", citeLink(sup.label, `[${sup.label}]`, i));
     box.append(q);
   }
   for (const step of reading.path || []) {
@@ -149,7 +210,66 @@ function showReading(data) {
   if (reading.reason) box.append(el("p", { class: "dim" }, reading.reason));
 }
 
-async function drawGraph(chunkIds) {
+// -- the graph around the evidence ----------------------------------------------------------------------------
+// A spread-out force layout fitted to the panel; labels only where they stay readable (the evidence numbers of
+// the chunks, the best-connected entities, and whatever is hovered or selected); pictures as thumbnails; a click
+// opens a node's details, from which its neighbours can be added; the legend filters by kind.
+
+const COLORS = { chunk: "#1f77b4", entity: "#ff7f0e", image: "#2ca02c" };
+const TOP_LABELS = 8;  // entities labelled without hovering: the best connected in the drawing
+const LAYOUT = {
+  name: "cose", animate: false, fit: true, padding: 24, randomize: true, nodeDimensionsIncludeLabels: false,
+  nodeRepulsion: () => 12000, idealEdgeLength: () => 70, edgeElasticity: () => 80, nodeOverlap: 16,
+  gravity: 0.3, numIter: 1500, componentSpacing: 90,
+};
+
+function nodeData(n, tags) {
+  const data = { id: n.id, label: n.label, kind: n.kind, key: n.key };
+  if (n.kind === "image") data.img = `/images/${n.key}`;
+  if (n.kind === "chunk" && tags.has(n.key)) data.tag = `[${tags.get(n.key)}]`;
+  return { data };
+}
+
+function graphStyle() {
+  return [
+    { selector: "node", style: {
+      "background-color": (n) => COLORS[n.data("kind")] || "#999", width: 12, height: 12, label: "",
+      "font-size": 10, color: "#222", "text-valign": "bottom", "text-margin-y": 3, "text-wrap": "ellipsis",
+      "text-max-width": "120px", "text-background-color": "#fff", "text-background-opacity": 0.85,
+      "text-background-padding": "1px", "min-zoomed-font-size": 7 } },
+    { selector: "node[kind = 'entity']", style: {
+      width: (n) => 10 + Math.min(14, 3 * Math.sqrt(n.degree())), height: (n) => 10 + Math.min(14, 3 * Math.sqrt(n.degree())) } },
+    { selector: "node[kind = 'chunk']", style: { shape: "round-rectangle", width: 22, height: 22 } },
+    { selector: "node[tag]", style: { label: "data(tag)", "text-valign": "center", "text-margin-y": 0, color: "#fff",
+      "text-background-opacity": 0, "font-weight": 600, width: 26, height: 22 } },
+    { selector: "node[kind = 'image']", style: {
+      shape: "round-rectangle", width: 42, height: 42, "background-image": "data(img)", "background-fit": "cover",
+      "background-color": "#e8f3e8", "border-width": 2, "border-color": COLORS.image } },
+    { selector: "node.top", style: { label: "data(label)" } },
+    { selector: "node.hover, node:selected", style: {
+      label: "data(label)", "z-index": 10, "font-size": 12, "text-max-width": "200px", color: "#000",
+      "text-valign": "bottom", "text-margin-y": 3, "text-background-opacity": 0.95 } },
+    { selector: "node:selected", style: { "border-width": 3, "border-color": "#d62728" } },
+    { selector: "edge", style: { width: 1, "line-color": "#c8c8c8", "curve-style": "haystack", opacity: 0.8 } },
+    { selector: ".faded", style: { opacity: 0.18 } },
+    { selector: ".off", style: { display: "none" } },
+  ];
+}
+
+// label the best-connected entities (by their links in the drawing), so labels do not pile up
+function markTop(cy) {
+  cy.nodes().removeClass("top");
+  cy.nodes("[kind = 'entity']").sort((a, b) => b.degree() - a.degree()).slice(0, TOP_LABELS).addClass("top");
+}
+
+function applyFilter(cy) {
+  for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
+    const nodes = cy.nodes(`[kind = '${box.dataset.kind}']`);
+    if (box.checked) nodes.removeClass("off"); else nodes.addClass("off");
+  }
+}
+
+async function drawGraph(chunkIds, run, tags = new Map()) {
   if (!chunkIds.length) return;
   if (typeof cytoscape === "undefined") {
     $("graph-box").hidden = false;
@@ -160,39 +280,200 @@ async function drawGraph(chunkIds) {
     method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ chunk_ids: chunkIds.slice(0, 20), max_entities: 30 }),
   });
+  if (run !== state.run) return;
   $("graph-box").hidden = false;
-  const colors = { chunk: "#1f77b4", entity: "#ff7f0e", image: "#2ca02c" };
-  window.mmkgGraph = cytoscape({
+  state.tags = tags;
+  const cy = cytoscape({
     container: $("graph"),
     elements: [
-      ...g.nodes.map((n) => ({ data: { id: n.id, label: n.label, kind: n.kind } })),
-      ...g.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.source, target: e.target } })),
+      ...g.nodes.map((n) => nodeData(n, tags)),
+      ...g.edges.map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
     ],
-    style: [
-      { selector: "node", style: { label: "data(label)", "font-size": 9, "background-color": (n) => colors[n.data("kind")] || "#999", width: 14, height: 14 } },
-      { selector: "edge", style: { width: 1, "line-color": "#bbb" } },
-    ],
-    layout: { name: "cose", animate: false },
+    style: graphStyle(), minZoom: 0.2, maxZoom: 4, boxSelectionEnabled: false,
+  });
+  window.mmkgGraph = cy;
+  markTop(cy);
+  applyFilter(cy);
+  cy.layout(LAYOUT).run();
+  cy.on("mouseover", "node", (ev) => ev.target.addClass("hover"));
+  cy.on("mouseout", "node", (ev) => ev.target.removeClass("hover"));
+  cy.on("tap", "node", (ev) => selectNode(ev.target));
+  cy.on("tap", (ev) => { if (ev.target === cy) closeDetails(); });
+}
+
+function focus(cy, node) {
+  cy.elements().removeClass("faded");
+  if (node) cy.elements().difference(node.closedNeighborhood()).addClass("faded");
+}
+
+function closeDetails() {
+  $("node-details").hidden = true;
+  $("node-details").replaceChildren();
+  if (window.mmkgGraph) { window.mmkgGraph.nodes().unselect(); focus(window.mmkgGraph, null); }
+}
+
+function where(o) {
+  const at = o.page ? ` p. ${o.page}` : o.t_s != null ? ` ${clock(o.t_s)}` : "";
+  return `${o.source_path || ""}${at}`;
+}
+
+function withName(sentence, name) {
+  const at = name ? sentence.toLowerCase().indexOf(name.toLowerCase()) : -1;
+  return at < 0 ? [sentence] : [sentence.slice(0, at), el("mark", {}, sentence.slice(at, at + name.length)),
+    sentence.slice(at + name.length)];
+}
+
+// A node's details beside the graph: a chunk's text, an entity's occurrences (the sentence that names it in each
+// chunk), a picture with the documents that show it; and a button that adds the node's neighbours to the graph.
+async function selectNode(node) {
+  const cy = window.mmkgGraph;
+  const run = state.run;
+  node.select();
+  focus(cy, node);
+  const box = $("node-details");
+  box.hidden = false;
+  box.replaceChildren(el("p", { class: "dim" }, "loading…"));
+  let d;
+  try {
+    d = await api(`/graph/node?id=${encodeURIComponent(node.id())}`);
+  } catch (e) {
+    box.replaceChildren(el("p", { class: "error" }, e.message));
+    return;
+  }
+  if (run !== state.run || !node.selected()) return;
+  const close = el("button", { type: "button", class: "close", title: "close" }, "×");
+  close.addEventListener("click", closeDetails);
+  const kind = { chunk: "chunk", entity: d.type ? `entity · ${d.type}` : "entity", image: "picture" }[d.kind];
+  const parts = [el("div", { class: "head" }, el("span", { class: `chip ${d.kind}` }), el("h3", {}, d.label), close),
+    el("p", { class: "dim" }, `${kind} · ${d.degree} link(s): ${d.neighbours.chunk} chunk(s), ` +
+      `${d.neighbours.entity} entit${d.neighbours.entity === 1 ? "y" : "ies"}, ${d.neighbours.image} picture(s)`)];
+  if (d.kind === "chunk") {
+    parts.push(el("p", { class: "where" }, where(d)));
+    if (state.tags?.has(d.key)) {
+      const n = state.tags.get(d.key);
+      parts.push(el("p", {}, "in the evidence as ", citeLink(n, `[${n}]`)));
+    }
+    parts.push(el("div", { class: "chunk-text" }, d.text));
+  } else if (d.kind === "entity") {
+    parts.push(el("p", {}, `named in ${d.neighbours.chunk} chunk(s)` + (d.occurrences.length < d.neighbours.chunk
+      ? ` (the first ${d.occurrences.length})` : "")));
+    const list = el("ul", { class: "occurrences" });
+    for (const o of d.occurrences) {
+      list.append(el("li", {}, el("strong", {}, o.title || o.source_path), el("span", { class: "where" }, ` ${where(o)}`),
+        el("div", {}, ...withName(o.sentence || "", d.name))));
+    }
+    parts.push(list);
+  } else {
+    parts.push(el("img", { class: "detail-pic", src: `/images/${d.image_id}`, alt: d.source || "picture" }));
+    parts.push(el("p", { class: "where" }, `${d.source} · ${d.width}×${d.height}`));
+    if (d.objects.length) parts.push(el("p", {}, `objects: ${d.objects.join(", ")}`));
+    const list = el("ul", { class: "occurrences" });
+    for (const o of d.occurrences) {
+      list.append(el("li", {}, el("strong", {}, o.title || o.source_path || ""),
+        el("span", { class: "where" }, ` ${where(o)}`), o.alt_text ? el("div", {}, o.alt_text) : ""));
+    }
+    parts.push(list);
+  }
+  const drawn = node.neighborhood("node").length;
+  const hidden = d.degree - drawn;
+  const more = el("button", { type: "button", id: "expand" }, hidden > 0
+    ? `Show neighbours (${hidden} not drawn)` : "All neighbours are drawn");
+  if (hidden <= 0) more.disabled = true;
+  more.addEventListener("click", () => expandNode(node, more).catch((e) => status(e.message, true)));
+  parts.push(more);
+  box.replaceChildren(...parts);
+}
+
+async function expandNode(node, button) {
+  const cy = window.mmkgGraph;
+  button.disabled = true;
+  button.textContent = "adding neighbours…";
+  const res = await api("/graph/expand", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ node: node.id(), known: cy.nodes().map((n) => n.id()), limit: 20 }),
+  });
+  if (cy !== window.mmkgGraph) return;
+  const at = node.position();
+  const added = cy.add([
+    ...res.nodes.map((n, i) => {
+      const angle = (2 * Math.PI * i) / Math.max(1, res.nodes.length);
+      return { ...nodeData(n, state.tags || new Map()), position: { x: at.x + 60 * Math.cos(angle), y: at.y + 60 * Math.sin(angle) } };
+    }),
+    ...res.edges.filter((e) => cy.getElementById(`${e.source}|${e.target}`).empty()
+      && cy.getElementById(`${e.target}|${e.source}`).empty())
+      .map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
+  ]);
+  markTop(cy);
+  applyFilter(cy);
+  cy.layout({ ...LAYOUT, randomize: false, numIter: 800 }).run();
+  focus(cy, node);
+  button.textContent = res.more > 0 ? `Show more neighbours (${res.more} not drawn)` : "All neighbours are drawn";
+  button.disabled = res.more <= 0;
+  status(`added ${added.nodes().length} neighbour(s) of ${node.data("label")}`);
+}
+
+// Every request starts from an empty page, so an answer, evidence or graph on screen always belongs to the
+// last request, and an error is never shown above the result of an earlier one.
+function clearResults() {
+  $("answer").replaceChildren();
+  $("short-answer").replaceChildren();
+  $("reading").replaceChildren();
+  $("evidence").replaceChildren();
+  for (const id of ["answer-box", "short-answer", "reading", "evidence-box", "graph-box"]) $(id).hidden = true;
+  if (window.mmkgGraph) { window.mmkgGraph.destroy(); window.mmkgGraph = null; }
+  $("graph").replaceChildren();
+  $("node-details").hidden = true;
+  $("node-details").replaceChildren();
+}
+
+function startRun(message) {
+  state.run = (state.run || 0) + 1;
+  clearResults();
+  status(message);
+  return state.run;
+}
+
+// Run a request on a clean page; its error replaces whatever it had shown (unless a newer request took over)
+function launch(fn, message) {
+  const run = startRun(message);
+  fn(run).catch((e) => {
+    if (run !== state.run) return;
+    clearResults();
+    status(e.message, true);
   });
 }
 
-async function search() {
-  status("searching…");
+// The picture a query will send, shown before it is sent (read locally: nothing leaves the page until Ask)
+function showPreview() {
+  const file = $("image").files[0];
+  const box = $("image-preview");
+  box.replaceChildren();
+  box.hidden = !file;
+  if (!file) return;
+  const img = el("img", { alt: `query picture ${file.name}`, title: file.name });
+  const reader = new FileReader();
+  reader.onload = () => { img.src = reader.result; };
+  reader.readAsDataURL(file);
+  const drop = el("button", { type: "button", class: "drop", title: "do not send this picture" }, "×");
+  drop.addEventListener("click", () => { $("image").value = ""; showPreview(); });
+  box.append(img, el("span", { class: "dim" }, file.name), drop);
+}
+
+async function search(run) {
   const { body, headers: h } = requestBody({});
   const res = await api("/query", { method: "POST", body, headers: h });
-  $("answer-box").hidden = true;
-  $("short-answer").hidden = $("reading").hidden = true;
-  await showEvidence(res.chunks);
-  await drawGraph(res.chunks.map((c) => c.chunk_id));
+  if (run !== state.run) return;
+  await showEvidence(res.chunks, { scored: true });
+  await drawGraph(res.chunks.map((c) => c.chunk_id), run, new Map(res.chunks.map((c, i) => [c.chunk_id, i + 1])));
   const ms = res.timings_ms.total ?? res.timings_ms.total_ms;
   status(`${res.chunks.length} chunks from version ${res.version} (${res.strategy}${ms != null ? `, ${ms.toFixed(0)} ms` : ""})`);
 }
 
-async function ask() {
-  status("retrieving and writing the answer…");
+async function ask(run) {
   const { body, headers: h } = requestBody({ stream: true, backend: $("backend").value });
   const res = await fetch("/ask", { method: "POST", body, headers: headers(h) });
   if (!res.ok) {
+    if (res.status === 401) $("key-label").hidden = false;
     const err = await res.json().catch(() => ({}));
     throw new Error(err.error || `${res.status} ${res.statusText}`);
   }
@@ -205,6 +486,7 @@ async function ask() {
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
+    if (run !== state.run) { reader.cancel(); return; }  // a newer request took the page
     buffer += decoder.decode(value, { stream: true });
     let cut;
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
@@ -217,13 +499,97 @@ async function ask() {
       if (event === "answer") {
         showAnswer(data.text, data.citations);
         showReading(data);
-        const chunks = await Promise.all(data.citations.map((c) => api(`/chunks/${c.chunk_id}`)));
-        await showEvidence(chunks, data.citations.map((c) => c.label));
-        await drawGraph(chunks.map((c) => c.chunk_id));
+        const cited = [...data.citations].sort((a, b) => a.label - b.label);  // [1] first, as a reader expects
+        const chunks = await Promise.all(cited.map((c) => api(`/chunks/${c.chunk_id}`)));
+        if (run !== state.run) return;
+        const support = ((data.reading || {}).support || []).map((sup, index) => ({ ...sup, index }));
+        await showEvidence(chunks, { labels: cited.map((c) => c.label), support });
+        await drawGraph(chunks.map((c) => c.chunk_id), run, new Map(cited.map((c) => [c.chunk_id, c.label])));
         status(`answered by ${data.backend} from version ${data.index_version} with ${data.citations.length} citation(s)`);
       }
     }
   }
+}
+
+// -- the Index view: what is served, how it was built, and what was left out ----------------------------------
+
+function table(columns, rows) {
+  const head = el("tr", {}, ...columns.map(([, title]) => el("th", {}, title)));
+  const body = rows.map((r) => el("tr", {}, ...columns.map(([key, , fmt]) => {
+    const v = fmt ? fmt(r[key], r) : r[key];
+    return el("td", {}, v == null ? "" : v instanceof Node ? v : String(v));
+  })));
+  return el("div", { class: "table-wrap" }, el("table", {}, el("thead", {}, head), el("tbody", {}, ...body)));
+}
+
+const num = (v) => (typeof v === "number" ? v.toLocaleString("en") : v);
+
+async function showIndex() {
+  const body = $("index-body");
+  $("index-status").className = "dim";
+  $("index-status").textContent = "reading the index…";
+  let o;
+  try {
+    o = await api("/index/overview");
+  } catch (e) {
+    body.replaceChildren();
+    $("index-status").className = "error";
+    $("index-status").textContent = e.message;
+    return;
+  }
+  $("index-status").textContent = "";
+  const counts = Object.entries(o.counts).map(([k, v]) => `${num(v)} ${k}`).join(" · ");
+  const parts = [
+    el("h2", {}, "Served version"),
+    el("p", {}, el("code", {}, o.version), ` published ${o.created_at} · encoder ${o.encoder}`),
+    el("p", { class: "dim" }, counts),
+    el("h2", {}, "Last build"),
+    el("p", { class: "build-status" }, o.build.status),
+  ];
+  if (o.build.published) {
+    parts.push(el("p", { class: "dim" }, `recorded ${o.build.recorded_at}: published ${o.build.published} ` +
+      `(${o.build.partitions.length} partition(s))`));
+  }
+  if (o.build.log) {
+    parts.push(el("details", {}, el("summary", {}, `${o.build.log.name} (${o.build.log.modified_at}), last lines`),
+      el("pre", { class: "log" }, o.build.log.tail.join("\n"))));
+  }
+  parts.push(el("h2", {}, `Partitions (${o.partitions.length})`), table([
+    ["partition", "partition"], ["documents", "documents", num], ["chunks", "chunks", num],
+    ["pictures", "pictures", num], ["rejected", "rejected or cut", num],
+    ["fingerprint", "fingerprint", (v) => el("code", { title: v }, v.slice(0, 12))],
+  ], o.partitions));
+  parts.push(el("h2", {}, `Versions (${o.versions.length}, newest first)`), table([
+    ["version", "version", (v, r) => el("span", {}, el("code", {}, v), r.current ? el("strong", {}, " · served") : "")],
+    ["created_at", "published"],
+    ["partitions", "partitions", (v, r) => (r.error ? el("span", { class: "error" }, r.error) : (v || []).join(", "))],
+    ["counts", "chunks", (v) => num(v?.chunks)],
+  ], o.versions));
+  const docs = table([
+    ["partition", "partition"], ["source_path", "file"], ["title", "title"], ["kind", "kind"], ["chunks", "chunks", num],
+  ], o.documents.rows);
+  parts.push(el("h2", {}, `Documents (${num(o.documents.total)})`),
+    o.documents.total > 30 ? el("details", {}, el("summary", {}, "show them"), docs) : docs);
+  if (o.documents.total > o.documents.rows.length) {
+    parts.push(el("p", { class: "dim" }, `the first ${o.documents.rows.length} are listed`));
+  }
+  const stages = Object.entries(o.rejected.by_stage).map(([k, v]) => `${v} ${k}`).join(", ");
+  parts.push(el("h2", {}, `Rejected, cut or repaired (${num(o.rejected.total)})`));
+  if (o.rejected.total) {
+    parts.push(el("p", { class: "dim" }, `${stages}; all of them: mmkg sql "SELECT * FROM rejected_files"`),
+      table([["partition", "partition"], ["source_path", "file"], ["record_key", "record"], ["stage", "stage"],
+        ["reason", "reason"]], o.rejected.rows));
+  } else parts.push(el("p", { class: "dim" }, "none: every file was read as it is"));
+  body.replaceChildren(...parts);
+}
+
+function route() {
+  const index = location.hash === "#index";
+  $("ask-view").hidden = index;
+  $("index-view").hidden = !index;
+  $("tab-ask").classList.toggle("current", !index);
+  $("tab-index").classList.toggle("current", index);
+  if (index) showIndex();
 }
 
 async function init() {
@@ -245,6 +611,16 @@ async function init() {
   } catch (e) { status(e.message, true); }
 }
 
-$("ask-form").addEventListener("submit", (ev) => { ev.preventDefault(); ask().catch((e) => status(e.message, true)); });
-$("search").addEventListener("click", () => search().catch((e) => status(e.message, true)));
+$("ask-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  launch(ask, "retrieving and writing the answer…");
+});
+$("search").addEventListener("click", () => launch(search, "searching…"));
+$("image").addEventListener("change", showPreview);
+for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
+  box.addEventListener("change", () => window.mmkgGraph && applyFilter(window.mmkgGraph));
+}
+window.addEventListener("hashchange", route);
+route();
+$("graph-fit").addEventListener("click", () => window.mmkgGraph?.fit(undefined, 24));
 init();
