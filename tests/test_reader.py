@@ -300,3 +300,19 @@ def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index)
     a = answer(art_index, q, ExtractiveGenerator(), k=1)
     assert a.short_answer == "Uppsala", a.reading["reason"]
     assert any("bridge 'Margit Holm' retrieved" in n for n in a.notes), a.notes
+
+
+def test_the_reader_uses_the_entity_spans_the_build_parsed(art_index: Index, monkeypatch: pytest.MonkeyPatch):
+    import mmkg.generation.reader as reader_module
+    from mmkg.generation.answer import retrieve as answer_retrieve
+
+    q = "Where was the painter of The Blue Harbour born?"
+    res = answer_retrieve(art_index, q, k=5)
+    spans = art_index.mentions_in([c.chunk_id for c in res.chunks])
+    assert spans is not None and all(c.mentions == spans[c.chunk_id] for c in res.chunks)
+    assert ("Margit Holm", "PERSON") in {m for c in res.chunks for m in c.mentions or ()}
+    # with every chunk's spans attached, no sentence goes through NER at query time
+    reader_module._NER_CACHE.clear()
+    monkeypatch.setattr(reader_module, "_ner_pipeline", lambda model: pytest.fail("NER ran at query time"))
+    a = answer(art_index, q, ExtractiveGenerator(), k=5)
+    assert a.short_answer == "Uppsala" and a.latency_ms["read"] > 0

@@ -30,7 +30,7 @@ from typing import Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset
-from mmkg.generation.answer import prepare, retrieve
+from mmkg.generation.answer import prepare, reading_ms, retrieve
 from mmkg.generation.reader import MIN_CONFIDENCE, normalize
 from mmkg.index.reader import Index
 
@@ -131,8 +131,7 @@ def run_answers(
         result = retrieve(index, q.question, k=k, strategy=strategy, filters=filters)
         # the question's parse (and a two-hop question's bridge reading) happen inside ``retrieve`` but are
         # counted with the reader
-        reading_there = result.timings_ms.get("question", 0.0) + result.timings_ms.get("bridge", 0.0)
-        retrieve_ms.append((time.perf_counter() - t0) * 1e3 - reading_there)
+        retrieve_ms.append((time.perf_counter() - t0) * 1e3 - reading_ms(result))
         request, ctx, _ = prepare(result, q.question, budget=budget)
         reading, analysis = request.reading, request.analysis
         assert reading is not None and analysis is not None

@@ -85,7 +85,7 @@ def build_context(
                 objects=tuple((o.object_id, o.image_id, o.box) for o in c.objects),
                 sentences=tuple((s.text, s.score) for s in c.sentences), score=c.score,
                 time_span=(float(t_start), float(t_end or t_start)) if t_start is not None else None,
-                chunk_index=getattr(c, "chunk_index", None),
+                chunk_index=getattr(c, "chunk_index", None), mentions=getattr(c, "mentions", None),
             )
         )  # fmt: skip
     left_out += max(0, len(result.chunks) - max_items)

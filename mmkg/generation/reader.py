@@ -160,6 +160,7 @@ class _Sentence:
     prev_label: int = 0  # the evidence number of the sentence before it
     about: float = 0.0
     pre: float = 0.0
+    ents: tuple[tuple[str, str, int, int], ...] | None = None  # the build's entity spans here; None: run NER
 
 
 def normalize(text: str) -> str:
@@ -221,6 +222,27 @@ def entities(sentences: Sequence[str], model: str) -> list[tuple[tuple[str, str,
     return [found[t] for t in sentences]
 
 
+def _mention_finder(mentions: Sequence[tuple[str, str]]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """One pattern matching any of a chunk's entity spans as whole words (longest first), and each span's label."""
+    labels: dict[str, str] = {}
+    for text, label in mentions:
+        if text.strip():
+            labels.setdefault(text.strip(), label)
+    if not labels:
+        return None, labels
+    alts = "|".join(re.escape(t) for t in sorted(labels, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alts})(?!\w)"), labels
+
+
+def _find_mentions(finder: tuple[re.Pattern[str] | None, dict[str, str]] | None,
+                   sentence: str) -> tuple[tuple[str, str, int, int], ...]:  # fmt: skip
+    """(text, label, start, end) of the chunk's entity spans in ``sentence``, as spaCy's ``doc.ents`` gives them."""
+    if finder is None or finder[0] is None:
+        return ()
+    pattern, labels = finder
+    return tuple((m.group(0), labels[m.group(0)], m.start(), m.end()) for m in pattern.finditer(sentence))
+
+
 def _model() -> str:
     from mmkg.settings import get_settings
 
@@ -275,6 +297,7 @@ class Reader:
         per_chunk: list[list[_Sentence]] = []
         for rank, ev in enumerate(chunks):
             scored = {t.strip()[:60]: s for t, s in ev.sentences}
+            finder = _mention_finder(ev.mentions) if ev.mentions is not None else None
             pos = 0
             mine: list[_Sentence] = []
             for part in split_sentences(ev.text):
@@ -283,7 +306,8 @@ class Reader:
                     continue
                 off = ev.text.find(part, pos)
                 pos = off + len(part) if off >= 0 else pos
-                s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)))
+                s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)),
+                              ents=_find_mentions(finder, part) if ev.mentions is not None else None)  # fmt: skip
                 words = _stems(part)
                 overlap = len(words & wanted) / len(wanted) if wanted else 0.0
                 s.about = 1.0 if any(_contains(part, e) or _contains(ev.title, e) for e in q.entities) else 0.0
@@ -313,7 +337,7 @@ class Reader:
         self, q: QuestionAnalysis, s: _Sentence, labels: frozenset[str], value_type: str
     ) -> list[tuple[str, str, int, int]]:
         model = self.model
-        ents = list(entities([s.text], model)[0])
+        ents = list(s.ents) if s.ents is not None else list(entities([s.text], model)[0])
         spans: list[tuple[str, str, int, int]] = []
         if value_type == "number":
             covered: set[int] = set()
@@ -424,7 +448,8 @@ class Reader:
         bridges = self._bridge_titles(q, sentences)
         relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
                      for r in (result.relations if result is not None else [])]  # fmt: skip
-        entities([s.text for s in pool], self.model)  # one batch through NER; _spans reads the cache
+        # one batch through NER for sentences without the build's spans; _spans reads the cache
+        entities([s.text for s in pool if s.ents is None], self.model)
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:

@@ -451,6 +451,10 @@ def _publish(
     entity_keys = graph.nodes.filter(pl.col("kind") == "entity")["key"].to_list()
     # names and counts of the graph's entities: what query linking and readers show for a node
     merge_mentions(mentions.filter(pl.col("entity_key").is_in(entity_keys))).write_parquet(folder / "entities.parquet")
+    # the build's NER spans of each chunk, so the answer reader reads them instead of running NER at query time
+    mentions.filter(pl.col("source") == "ner").select("chunk_id", "text", "label").unique(
+        maintain_order=True
+    ).write_parquet(folder / "mentions.parquet")
     chunks = units.payload["chunks"]
     LexicalIndex.build(chunks["chunk_id"].to_list(), chunk_texts(chunks, units.payload["documents"])).save(
         folder / LEXICAL_DIR

@@ -466,6 +466,17 @@ class Index:
         """Whether this version has the payload table ``name`` (newer tables are missing from older versions)."""
         return name in self._payload or (self.folder / f"{name}.parquet").exists()
 
+    def mentions_in(self, chunk_ids: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]] | None:
+        """The named-entity spans (text, label) the build's parse found in each of ``chunk_ids``; None for a
+        version published before they were kept (its readers run NER themselves)."""
+        if not self.has_payload("mentions"):
+            return None
+        rows = self.payload("mentions").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
+        out: dict[str, list[tuple[str, str]]] = {c: [] for c in chunk_ids}
+        for chunk_id, text, label in rows.iter_rows():
+            out[chunk_id].append((text, label))
+        return {c: tuple(v) for c, v in out.items()}
+
     def payload(self, name: str) -> pl.DataFrame:
         """A payload table of this version by name (e.g. ``document_entities``, ``relations``), read on first use."""
         if name not in self._payload:

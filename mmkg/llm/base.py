@@ -39,6 +39,7 @@ class Evidence:
     sentences: tuple[tuple[str, float], ...] = ()  # (sentence text, its retrieval score), best first
     score: float = 0.0
     chunk_index: int | None = None  # the chunk's position in its document, to read across adjacent chunks
+    mentions: tuple[tuple[str, str], ...] | None = None  # the build's entity spans in the chunk (text, label)
 
 
 @dataclass(frozen=True)

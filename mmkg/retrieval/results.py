@@ -106,6 +106,7 @@ class RetrievedChunk:
     t_start: float | None = None  # media transcripts: the time span of the chunk, seconds
     t_end: float | None = None
     chunk_index: int | None = None  # position in its document (the next chunk of the document is index + 1)
+    mentions: tuple[tuple[str, str], ...] | None = None  # the build's entity spans (text, label), when attached
 
 
 @dataclass(frozen=True)
