@@ -316,3 +316,18 @@ def test_the_reader_uses_the_entity_spans_the_build_parsed(art_index: Index, mon
     monkeypatch.setattr(reader_module, "_ner_pipeline", lambda model: pytest.fail("NER ran at query time"))
     a = answer(art_index, q, ExtractiveGenerator(), k=5)
     assert a.short_answer == "Uppsala" and a.latency_ms["read"] > 0
+
+
+def test_a_contact_is_read_as_the_string_of_its_shape():
+    ev = _pages(("Harbour Gallery", "The Harbour Gallery, 12 Quay Street, Lund. Telephone: 046-12 34 56, fax "
+                 "046-65 43 21. Write to info@harbourgallery.se or visit www.harbourgallery.se for opening hours."))
+    reader = Reader(min_confidence=0.0)
+    q = analyze("What is the telephone number of the Harbour Gallery?")
+    assert q.pattern == "phone" and q.answer_type == "string"
+    assert reader.read(q, None, ev).text == "046-12 34 56"
+    assert reader.read(analyze("What is the email id of the Harbour Gallery?"), None, ev).text == (
+        "info@harbourgallery.se")
+    assert reader.read(analyze("Which website lists the gallery's opening hours?"), None, ev).text == (
+        "www.harbourgallery.se")
+    # a count of phones is still a number
+    assert analyze("How many phones were sold in 2020?").answer_type == "number"

@@ -98,6 +98,9 @@ _ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal place
                           r"billions|percentage|percent)|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
                           re.IGNORECASE)  # fmt: skip
 _LIST_VERBS = frozenset({"list", "enumerate", "name"})
+# contacts written to a format of their own: the answer is the string of that shape ("fax", "e-mail", "website")
+_CONTACT = {"phone": frozenset({"phone", "telephone", "fax", "tel"}), "email": frozenset({"email", "e-mail"}),
+            "url": frozenset({"website", "url", "homepage"})}
 # focus nouns that only say what kind of value is wanted ("the *place* of birth", "the *date* of death"): the
 # evidence states the relation ("born in", "died on") and never the type noun, so they are no relation words
 _TYPE_ONLY = frozenset({"place", "date", "year", "day", "time", "location"})
@@ -120,6 +123,7 @@ class QuestionAnalysis:
     same: bool = False  # the question asks whether things share a value
     count: bool = False  # "how many": an integer count
     unit: str = ""  # number questions: "%" when a percentage is asked for
+    pattern: str = ""  # a contact written to a format: "phone" (also fax), "email" or "url"; "" for none
     alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
     # "death"); any of them counts as one relation word
     bridge: str = ""  # the person noun between the named thing and the answer ("director" of film X), if any
@@ -353,6 +357,11 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         atype = "choice"
     if atype in ("string", "organization", "place", "person", "date") and _ASKS_NUMBER.search(text):
         atype = "number"  # "Round your answer to two decimals", "Answer in millions", "what percentage ..."
+    # "What is the fax no of ...", "the email id of ...": a contact, when nothing else typed the answer
+    pattern = next((kind for kind, words in _CONTACT.items() if words & set(lower)), "")
+    contact_noun = atype == "number" and not count and focus in ("number", "no")  # "the telephone *number*"
+    pattern = pattern if atype in ("string", "person", "organization", "place") or contact_noun else ""
+    atype = "string" if pattern else atype
     if atype == "number" and ("percentage" in lower or "percent" in lower or "%" in text):
         unit = "%"
 
@@ -420,7 +429,7 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
         alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
-        same=same, count=count, unit=unit, bridge=bridge, hops=hops, bridge_kind=kind,
+        same=same, count=count, unit=unit, bridge=bridge, hops=hops, bridge_kind=kind, pattern=pattern,
     )  # fmt: skip
 
 

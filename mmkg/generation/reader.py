@@ -77,6 +77,11 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
+_CONTACTS = {
+    "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
+    "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
+    "url": re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[\w/]|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io)(?:/[^\s<>\"]*)?\b"),
+}
 _DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
 _OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
 _DASH = re.compile(r"\s[–—-]\s|[–—]")
@@ -368,6 +373,8 @@ class Reader:
                 spans = [(s.text[a : a + len(t) + len(m.group(0))], lab, a, b + len(m.group(0)))
                          if (m := _HYPHEN_NAME.match(s.text[b:])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
+        elif q.pattern:  # a phone number, an e-mail address, a web address: the string of that shape
+            spans = [(m.group(0), q.pattern.upper(), m.start(), m.end()) for m in _CONTACTS[q.pattern].finditer(s.text)]
         else:  # a free string: entities of no typed class, identifiers, title-case names
             spans = [e for e in ents if e[1] not in _TYPED_LABELS]
             covered = {i for _, _, a, b in spans for i in range(a, b)}  # a code NER typed as a number still counts
