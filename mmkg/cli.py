@@ -195,7 +195,6 @@ def query(
     version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
 ) -> None:
     """Retrieve the chunks that answer a text, image, video and/or audio query, with the evidence selected."""
-    _check_index(index)
     from mmkg.query import Query
     from mmkg.retrieval import get_strategy, search
 
@@ -217,6 +216,7 @@ def query(
     except ValueError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
+    _check_index(index)  # after the arguments' own checks: a missing picture is named whatever the index
     filters = {key: vals for key, vals in (("doc_id", doc), ("partition", partition)) if vals}
     idx = _open(index, version)
     known = set(idx.documents["partition"].unique().to_list())

@@ -30,7 +30,8 @@ NOPE = "nope"  # a path that does not exist under the working directory
 CASES = [
     (["query", "x", "--k", "-1"], "--k"),
     (["query", "x", "--index", NOPE], "no published index"),
-    (["query", "x", "--strategy", "bogus", "--index", NOPE], "no published index"),
+    (["query", "x", "--strategy", "bogus", "--index", NOPE], "unknown strategy"),  # arguments first, then the index
+    (["query", "--video", "missing.mp4", "--index", NOPE], "not found"),
     (["query", "x", "--no-such-option"], "No such option"),
     (["ask"], "Missing argument"),
     (["ask", "x", "--backend", "openai"], "needs a model name"),
