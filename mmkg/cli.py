@@ -800,7 +800,7 @@ def ui(
 
     corpus, data_root = _roots(corpus, data_root)
     try:
-        from pipelines.build import dagster_home
+        from pipelines.build import CODE_LOCATION, dagster_home
     except ImportError as exc:
         err_console.print(f"[red]error:[/] the Dagster UI needs the project's Dagster pipelines ({exc})")
         raise typer.Exit(2) from exc
@@ -816,7 +816,8 @@ def ui(
     for offline in ("HF_HUB_OFFLINE", "YOLO_OFFLINE"):  # runs read local models, as scripts/ui.sh had them
         env.setdefault(offline, "1")
     # -d: this folder, so an `mmkg init` project loads the installed pipelines (the checkout's own, there)
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-d", str(Path.cwd()),
+    # the module's name is the location's: the one the CLI's runs name (pipelines.build.code_location_origin)
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", CODE_LOCATION, "-d", str(Path.cwd()),
            "-h", host, "-p", str(port)]  # fmt: skip
     console.print(f"Dagster UI on [bold]http://{host}:{port}[/] (DAGSTER_HOME={home}); Ctrl-C stops it")
     sys.stdout.flush()

@@ -58,6 +58,17 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time ...
     assert "run_monitoring:\n  enabled: true" in instance_config  # ... and dead runs marked failed
     assert "up to date" in run(project, "index", "build").stdout  # nothing changed: nothing rebuilt
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        runs = [record.dagster_run for record in instance.get_run_records()]
+    assert sorted(r.job_name for r in runs) == ["index_partition", "publish_index"]
+    for made in runs:  # runs of the code location `mmkg ui` loads, so its job pages and timeline list them
+        origin = made.remote_job_origin
+        assert (origin.location_name, origin.repository_origin.repository_name) == ("pipelines.definitions",
+                                                                                    "__repository__")  # fmt: skip
+        assert origin.job_name == made.job_name
+        assert made.job_code_origin.repository_origin.code_pointer.module == "pipelines.definitions"
 
     # a new partition and an edit to the old one: status names both, update runs exactly those
     (project / "corpus" / "notes").mkdir()
@@ -101,8 +112,6 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     status = json.loads(run(project, "index", "status", "--json").stdout)
     assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "removed", "space": "indexed"}
     run(project, "index", "update")
-    from dagster import DagsterInstance
-
     with DagsterInstance.from_ref(_instance_ref(project)) as instance:
         assert instance.get_dynamic_partitions("corpus") == ["space"]
     assert json.loads(run(project, "index", "info", "--json").stdout)["partitions"] == ["space"]
