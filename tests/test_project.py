@@ -172,6 +172,15 @@ def test_ui_shows_the_runs_the_cli_made(project: Path):
             time.sleep(1)
         assert entry["name"] == "pipelines.definitions"
         assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry["locationOrLoadError"]
+        # each job's page lists the CLI's runs of it, and the UI loads the very job index_partition's runs ran
+        for job in ("index_partition", "publish_index"):
+            query = '{ pipelineOrError(params: {repositoryLocationName: "pipelines.definitions", repositoryName: '
+            query += f'"__repository__", pipelineName: "{job}"}}) {{ ... on Pipeline {{ pipelineSnapshotId '
+            query += "runs { runId pipelineSnapshotId } } } }"
+            pipeline = _graphql(url, query)["pipelineOrError"]
+            assert {r["runId"] for r in pipeline["runs"]} == {i for i, name in made.items() if name == job}
+            if job == "index_partition":  # publish_index's snapshot varies with the hash seed (docs/dagster.md)
+                assert {r["pipelineSnapshotId"] for r in pipeline["runs"]} == {pipeline["pipelineSnapshotId"]}
         assert f"http://127.0.0.1:{port}" in log.read_text()
     finally:
         stop_process_group(proc)
