@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -667,12 +669,37 @@ def init(
     print(NEXT_STEPS.format(folder=folder, question=question))  # commands to copy: never wrapped
 
 
+def _root_env(corpus: Path, data_root: Path) -> dict[str, str]:
+    """The roots as the MMKG_* variables the pipelines' resources default to, absolute (what `mmkg ui` passes)."""
+    return {"MMKG_CORPUS_ROOT": str(corpus.resolve()), "MMKG_DATA_ROOT": str(data_root.resolve())}
+
+
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """``env`` in this process's environment for a while, then the variables as they were."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _build(corpus: Path, data_root: Path, **kwargs) -> object:
-    """Run ``build_index`` under the live display (``mmkg.build_display``); library output goes to a log file."""
+    """Run ``build_index`` under the live display (``mmkg.build_display``); library output goes to a log file.
+
+    The roots are in this process's environment while the pipelines load, as `mmkg ui` hands them to its code
+    location: the jobs the build runs then are the very jobs the UI loads (same snapshot), so the UI can
+    re-execute the build's runs as they are.
+    """
     from mmkg.build_display import build_display
 
     try:
-        with build_display(console, data_root) as display:
+        with _environ(_root_env(corpus, data_root)), build_display(console, data_root) as display:
             try:
                 from pipelines.build import build_index  # Dagster: imported while the display already runs
             except ImportError as exc:
@@ -800,7 +827,7 @@ def ui(
 
     corpus, data_root = _roots(corpus, data_root)
     try:
-        from pipelines.build import dagster_home
+        from pipelines.build import CODE_LOCATION, dagster_home
     except ImportError as exc:
         err_console.print(f"[red]error:[/] the Dagster UI needs the project's Dagster pipelines ({exc})")
         raise typer.Exit(2) from exc
@@ -811,12 +838,12 @@ def ui(
             err_console.print(f"[red]error:[/] cannot listen on {host}:{port} ({exc.strerror}); pass --port")
             raise typer.Exit(2) from exc
     home = dagster_home(data_root)
-    env = {**os.environ, "DAGSTER_HOME": str(home), "MMKG_CORPUS_ROOT": str(corpus.resolve()),
-           "MMKG_DATA_ROOT": str(data_root.resolve())}  # fmt: skip
+    env = {**os.environ, "DAGSTER_HOME": str(home), **_root_env(corpus, data_root)}
     for offline in ("HF_HUB_OFFLINE", "YOLO_OFFLINE"):  # runs read local models, as scripts/ui.sh had them
         env.setdefault(offline, "1")
     # -d: this folder, so an `mmkg init` project loads the installed pipelines (the checkout's own, there)
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", "pipelines.definitions", "-d", str(Path.cwd()),
+    # the module's name is the location's: the one the CLI's runs name (pipelines.build.code_location_origin)
+    cmd = [sys.executable, "-m", "dagster", "dev", "-m", CODE_LOCATION, "-d", str(Path.cwd()),
            "-h", host, "-p", str(port)]  # fmt: skip
     console.print(f"Dagster UI on [bold]http://{host}:{port}[/] (DAGSTER_HOME={home}); Ctrl-C stops it")
     sys.stdout.flush()

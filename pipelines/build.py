@@ -1,7 +1,9 @@
 """Build (or re-use) a published index for a corpus through the Dagster jobs, timing every stage.
 
 ``build_index`` runs ``index_partition`` for each corpus partition and then ``publish_index``, on a
-persistent Dagster instance under the data root (so ``mmkg ui`` shows the runs). It reports
+persistent Dagster instance under the data root (so ``mmkg ui`` shows the runs). The runs execute in this
+process but are created as the UI's own would be: with the origin of the ``pipelines.definitions`` code
+location (``launch_in_process``), so the UI lists them under their jobs and can re-execute them. It reports
 seconds per asset step (Dagster step events, summed over partitions), documents and pages per
 second, and the peak memory of the process tree. The quick start and ``mmkg eval`` both use it.
 
@@ -33,6 +35,8 @@ INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # shipped: gpu pool 
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The code location `mmkg ui` loads (`dagster dev -m pipelines.definitions`): Dagster names it after the module.
+CODE_LOCATION = "pipelines.definitions"
 
 
 @dataclass
@@ -91,6 +95,56 @@ def dagster_instance(data_root: Path):
     from dagster._core.instance.ref import InstanceRef
 
     return DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home(data_root))))
+
+
+def code_location_origin(location: str = CODE_LOCATION, working_directory: Path | None = None):
+    """The origin of the code location ``dagster dev -m pipelines.definitions -d <working_directory>`` loads.
+
+    The UI files a run under a job by its repository label (``<repository>@<location>``), so a run created
+    with this origin is listed on its job's page and in the timeline, and re-executes from the UI.
+    """
+    import sys
+
+    from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    target = LoadableTargetOrigin(executable_path=sys.executable, module_name=CODE_LOCATION,
+                                  working_directory=str(working_directory or Path.cwd()))  # fmt: skip
+    return ManagedGrpcPythonEnvCodeLocationOrigin(loadable_target_origin=target, location_name=location)
+
+
+def launch_in_process(instance, job_name: str, run_config: dict, partition_key: str | None = None):
+    """Run the ``job_name`` job of ``pipelines.definitions`` in this process, as a run of its code location.
+
+    What ``execute_in_process`` does, but the run is created with the job's code origin (``pipelines.definitions``,
+    ``defs``) and the code location's origin (``code_location_origin``), as a run launched from the UI is, and
+    with the definitions' own job (no ephemeral copy), so the UI files it under that job. Resources are the
+    definitions'; ``run_config`` points them at a corpus and data root. The step executor is always in-process:
+    the build's progress listener and parser workers live in this process.
+    """
+    from dagster import in_process_executor
+    from dagster._core.definitions.job_base import InMemoryJob
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
+    from dagster._core.execution.api import execute_run
+    from dagster._core.remote_origin import RemoteRepositoryOrigin
+
+    from pipelines.definitions import defs
+
+    job = defs.resolve_job_def(job_name)
+    if job.executor_def is not in_process_executor:  # MMKG_EXECUTOR names another: the UI's runs use it, not these
+        job = job.with_executor_def(in_process_executor)
+    repository = defs.get_repository_def().name
+    code = ReconstructableRepository.for_module(CODE_LOCATION, "defs", str(Path.cwd()))
+    origin = RemoteRepositoryOrigin(code_location_origin(), repository)
+    tags = {**job.run_tags, **(job.get_tags_for_partition_key(partition_key, None) if partition_key else {})}
+    run = instance.create_run_for_job(
+        job_def=job,
+        run_config=run_config,
+        tags=tags,
+        remote_job_origin=origin.get_job_origin(job_name),
+        job_code_origin=code.get_reconstructable_job(job_name).get_python_origin(),
+    )
+    return execute_run(InMemoryJob(job), run, instance, raise_on_error=False)
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
@@ -166,10 +220,10 @@ def build_index(
     """
     from dagster import DagsterEventType
 
+    import pipelines.definitions  # noqa: F401  the jobs, with spaCy and the models' code: loaded before the clock
     from mmkg.eval.memory import PeakMemory  # imports the index reader: not for dagster_instance's users
-    from pipelines.definitions import defs
+    from pipelines.executors import resources_run_config
     from pipelines.records import asset_keys
-    from pipelines.resources import default_resources
 
     corpus_root, data_root = Path(corpus_root), Path(data_root)
     keys = partitions or list_partitions(corpus_root)
@@ -196,8 +250,6 @@ def build_index(
         instance.add_dynamic_partitions("corpus", missing)
     for gone in sorted(known - set(list_partitions(corpus_root))):  # folders removed since: not in the next publish
         instance.delete_dynamic_partition("corpus", gone)
-    spacy = {"n_process": processes} if processes else {}
-    resources = default_resources(corpus_root, data_root, **spacy)
     report = BuildReport(str(corpus_root), str(data_root), "", cold=cold)
     run_keys = keys
     if stale_only:
@@ -212,7 +264,10 @@ def build_index(
             report.index_version, report.reused = published[0], True
             report.documents, report.pages, report.chunks = _counts(data_root, keys)
             return report
-    run_config: dict = {"loggers": {**QUIET["loggers"], LOGGER_KEY: {}}} if on_event else QUIET
+    run_config: dict = {"loggers": {**QUIET["loggers"], LOGGER_KEY: {}}} if on_event else dict(QUIET)
+    run_config["resources"] = resources_run_config(corpus_root.resolve(), data_root.resolve())["resources"]
+    if processes:
+        run_config["resources"]["spacy"] = {"config": {"n_process": processes}}
 
     def record(result, what: str) -> None:
         if not result.success:
@@ -236,14 +291,11 @@ def build_index(
         listening(on_event) if on_event else contextlib.nullcontext(),
         _parser_workers(),
     ):
-        job = defs.resolve_job_def("index_partition")
         for i, key in enumerate(run_keys):
             if on_start:
                 on_start(key, i, len(run_keys) + 1)
             t0 = time.perf_counter()
-            result = job.execute_in_process(
-                partition_key=key, instance=instance, resources=resources, run_config=run_config, raise_on_error=False
-            )
+            result = launch_in_process(instance, "index_partition", run_config, partition_key=key)
             record(result, f"partition {key}")
             report.partitions[key] = time.perf_counter() - t0
             if on_progress:
@@ -251,9 +303,7 @@ def build_index(
         if on_start:
             on_start("publish_index", len(run_keys), len(run_keys) + 1)
         t0 = time.perf_counter()
-        result = defs.resolve_job_def("publish_index").execute_in_process(
-            instance=instance, resources=resources, run_config=run_config, raise_on_error=False
-        )
+        result = launch_in_process(instance, "publish_index", run_config)
         record(result, "publishing the index")
         report.publish_s = time.perf_counter() - t0
         if on_progress:

@@ -58,6 +58,17 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time ...
     assert "run_monitoring:\n  enabled: true" in instance_config  # ... and dead runs marked failed
     assert "up to date" in run(project, "index", "build").stdout  # nothing changed: nothing rebuilt
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        runs = [record.dagster_run for record in instance.get_run_records()]
+    assert sorted(r.job_name for r in runs) == ["index_partition", "publish_index"]
+    for made in runs:  # runs of the code location `mmkg ui` loads, so its job pages and timeline list them
+        origin = made.remote_job_origin
+        assert (origin.location_name, origin.repository_origin.repository_name) == ("pipelines.definitions",
+                                                                                    "__repository__")  # fmt: skip
+        assert origin.job_name == made.job_name
+        assert made.job_code_origin.repository_origin.code_pointer.module == "pipelines.definitions"
 
     # a new partition and an edit to the old one: status names both, update runs exactly those
     (project / "corpus" / "notes").mkdir()
@@ -101,8 +112,6 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     status = json.loads(run(project, "index", "status", "--json").stdout)
     assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "removed", "space": "indexed"}
     run(project, "index", "update")
-    from dagster import DagsterInstance
-
     with DagsterInstance.from_ref(_instance_ref(project)) as instance:
         assert instance.get_dynamic_partitions("corpus") == ["space"]
     assert json.loads(run(project, "index", "info", "--json").stdout)["partitions"] == ["space"]
@@ -163,6 +172,15 @@ def test_ui_shows_the_runs_the_cli_made(project: Path):
             time.sleep(1)
         assert entry["name"] == "pipelines.definitions"
         assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry["locationOrLoadError"]
+        # each job's page lists the CLI's runs of it, and the UI loads the very job index_partition's runs ran
+        for job in ("index_partition", "publish_index"):
+            query = '{ pipelineOrError(params: {repositoryLocationName: "pipelines.definitions", repositoryName: '
+            query += f'"__repository__", pipelineName: "{job}"}}) {{ ... on Pipeline {{ pipelineSnapshotId '
+            query += "runs { runId pipelineSnapshotId } } } }"
+            pipeline = _graphql(url, query)["pipelineOrError"]
+            assert {r["runId"] for r in pipeline["runs"]} == {i for i, name in made.items() if name == job}
+            if job == "index_partition":  # publish_index's snapshot varies with the hash seed (docs/dagster.md)
+                assert {r["pipelineSnapshotId"] for r in pipeline["runs"]} == {pipeline["pipelineSnapshotId"]}
         assert f"http://127.0.0.1:{port}" in log.read_text()
     finally:
         stop_process_group(proc)
