@@ -32,7 +32,7 @@ from mmkg.retrieval.results import RetrievalResult
 OPTION_CHUNKS = 3
 #: the steps of ``retrieve`` that are reading, not retrieval: the question's parse, a two-hop question's bridge,
 #: the lookup of the chunks' entity spans (answer latency counts them with the reader)
-READING_STEPS = ("question", "bridge", "mentions")
+READING_STEPS = ("question", "bridge_read", "mentions")
 #: the task a strategy's results read best with, when none is given
 DEFAULT_TASKS = {"mkg": "mkg_graph", "m3kg": "m3kg_triples"}
 
@@ -265,7 +265,8 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
     t0 = time.perf_counter()
     bridge = Reader().bridge_name(analysis, result, build_context(result).evidence)
     # reading, counted with the reader
-    result.timings_ms["bridge"] = round(result.timings_ms.get("bridge", 0.0) + (time.perf_counter() - t0) * 1e3, 2)
+    spent = (time.perf_counter() - t0) * 1e3
+    result.timings_ms["bridge_read"] = round(result.timings_ms.get("bridge_read", 0.0) + spent, 2)
     titles = {c.title.casefold() for c in result.chunks if c.title}
     if not bridge or any(t == bridge.casefold() or t.startswith(bridge.casefold() + " (") for t in titles):
         return result
