@@ -53,7 +53,7 @@ _TYPE_WORDS = {
         chairman president leader head chief star actor actress player owner partner agent client patient resident
         student""",
     "place": """place country city town state location nationality birthplace region province continent capital
-        village county headquarters where island river mountain site venue address area district""",
+        village county headquarters where island river lake sea ocean bay mountain site venue address area district""",
     "organization": """company organization organisation university team club band party school college label
         agency firm network publisher studio institution brand manufacturer airline bank group""",
     "date": "date year day month time century decade birthday when era period",

@@ -76,6 +76,7 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 # a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
+_END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
@@ -385,6 +386,8 @@ class Reader:
         qn = f" {normalize(q.text)} "
         keep = []
         for text, label, a, b in spans:
+            if _END_STOP.search(text):  # "Sweden." at the end of a sentence: the full stop is no part of the name
+                text, b = text[:-1], b - 1
             n = normalize(text)
             if not n or (f" {n} " in qn and q.answer_type != "choice"):
                 continue  # the question's own words are not its answer
