@@ -238,15 +238,7 @@ def _gather(
         query = " ".join([thing, *analysis.relation_words])
         hits = retrieval.retrieve(index, text=query, k=per_option, strategy=strategy, filters=filters, **params).chunks
         extra.append(hits)
-    seen: set[str] = set()
-    merged = []
-    for c in [*(h[0] for h in extra if h), *result.chunks, *(c for h in extra for c in h[1:])]:
-        if c.chunk_id not in seen:
-            seen.add(c.chunk_id)
-            merged.append(c)
-    for rank, c in enumerate(merged, 1):
-        c.rank = rank
-    result.chunks = merged
+    _merge(result, [*(h[0] for h in extra if h), *result.chunks, *(c for h in extra for c in h[1:])])
     result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
     result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)")
     if analysis.bridge and analysis.hops == 2:  # "Which film has the director born first, A or B?"
@@ -254,6 +246,19 @@ def _gather(
             result = _second_hop(index, result, replace(analysis, entities=(thing,)), 1, strategy, filters, params,
                                  at=len(things))  # fmt: skip
     return result
+
+
+def _merge(result: RetrievalResult, chunks: list[Any]) -> None:
+    """Set ``result.chunks`` to ``chunks`` in that order, each chunk once, ranked anew from 1."""
+    seen: set[str] = set()
+    merged = []
+    for c in chunks:
+        if c.chunk_id not in seen:
+            seen.add(c.chunk_id)
+            merged.append(c)
+    for rank, c in enumerate(merged, 1):
+        c.rank = rank
+    result.chunks = merged
 
 
 def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: int, strategy: str | None,
@@ -274,15 +279,7 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
     t0 = time.perf_counter()
     hits = retrieval.retrieve(index, text=" ".join([bridge, *words]), k=per_option, strategy=strategy,
                               filters=filters, **params).chunks  # fmt: skip
-    seen: set[str] = set()
-    merged = []
-    for c in [*result.chunks[:at], *hits, *result.chunks[at:]]:
-        if c.chunk_id not in seen:
-            seen.add(c.chunk_id)
-            merged.append(c)
-    for rank, c in enumerate(merged, 1):
-        c.rank = rank
-    result.chunks = merged
+    _merge(result, [*result.chunks[:at], *hits, *result.chunks[at:]])
     result.timings_ms["options"] = round(result.timings_ms.get("options", 0.0) + (time.perf_counter() - t0) * 1e3, 2)
     result.notes.append(f"the bridge {bridge!r} retrieved on its own ({per_option} chunks)")
     return result
