@@ -184,7 +184,7 @@ def related_words(lemma: str) -> list[str]:
     return [*_KIN.get(lemma, "").split(), *_DERIVED.get(lemma, "").split()]
 
 
-_NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin"})
+NATIONALITY_NOUNS = frozenset({"nationality", "country", "citizenship", "origin"})
 
 
 def labels_for(answer_type: str, focus: str = "") -> frozenset[str]:
@@ -192,7 +192,7 @@ def labels_for(answer_type: str, focus: str = "") -> frozenset[str]:
     when the question asks for one ("What nationality ..."); "where" asks for a town, a region, a building
     or an institution (ORG, which the reader weighs down against places)."""
     if answer_type == "place":
-        if focus in _NATIONALITY:
+        if focus in NATIONALITY_NOUNS:
             return frozenset({"NORP", "GPE"})
         return frozenset({"GPE", "LOC", "FAC", "ORG"})
     return TYPE_LABELS.get(answer_type, frozenset())

@@ -42,7 +42,7 @@ from typing import Any
 
 from mmkg.generation.base import Evidence
 from mmkg.generation.extractive import STOPWORDS
-from mmkg.generation.question import _NATIONALITY, QuestionAnalysis, kin_words, labels_for, stem
+from mmkg.generation.question import NATIONALITY_NOUNS, QuestionAnalysis, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
@@ -467,7 +467,7 @@ class Reader:
         for s in pool:
             for text, label, a, b in self._spans(q, s, labels, value_type):
                 f = self._features(q, s, a, b, bridges, relations)
-                if value_type == "place" and q.focus not in _NATIONALITY:
+                if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
                     f["inner"] = _inner_place(s.text, a, b)
                 score = sum(self.weights[k] * v for k, v in f.items())
                 if value_type == "place" and label == "ORG":
