@@ -192,7 +192,7 @@ def retrieve(
 ) -> RetrievalResult:
     """The evidence an answer is read from (``_gather``), with the build's entity spans of each chunk attached
     where the index keeps them, so the reader runs no NER over those chunks."""
-    result = _gather(index, question, image, k, strategy, filters, per_option, **params)
+    result = _gather(index, question, image, k, strategy, filters, per_option, params)
     _attach_mentions(index, result)  # the chunks the options and the bridge added
     return result
 
@@ -201,22 +201,14 @@ def _attach_mentions(index: Any, result: RetrievalResult) -> None:
     """Attach the index's entity spans to the result's chunks that have none yet (timed as reading)."""
     t0 = time.perf_counter()
     todo = [c for c in result.chunks if c.mentions is None]
-    found = index.mentions_in([c.chunk_id for c in todo]) if todo and hasattr(index, "mentions_in") else None
+    found = index.mentions_in([c.chunk_id for c in todo]) if todo else None
     for c in todo if found is not None else ():
         c.mentions = found.get(c.chunk_id, ())
     result.timings_ms["mentions"] = round(result.timings_ms.get("mentions", 0.0) + (time.perf_counter() - t0) * 1e3, 2)
 
 
-def _gather(
-    index: Any,
-    question: str,
-    image: Path | None = None,
-    k: int = 8,
-    strategy: str | None = None,
-    filters: dict | None = None,
-    per_option: int = OPTION_CHUNKS,
-    **params: Any,
-) -> RetrievalResult:
+def _gather(index: Any, question: str, image: Path | None, k: int, strategy: str | None, filters: dict | None,
+            per_option: int, params: dict[str, Any]) -> RetrievalResult:  # fmt: skip
     """The evidence an answer is read from: the question's retrieval, and for a question that compares
     options ("Which film came out first, A or B?", "Are A and B from the same country?") each option's own
     retrieval too (``per_option`` chunks each, queried with the option and the question's relation words),

@@ -208,7 +208,7 @@ class Index:
         self._linker: EntityLinker | None = None
         self._entity_node: dict[str, int] | None = None
         self._lexical: LexicalIndex | None = None
-        self._relations_by_chunk: tuple[pl.Series, np.ndarray] | None = None  # relations_in's lookup
+        self._by_chunk: dict[str, tuple[pl.Series, np.ndarray]] = {}  # payload name -> sorted chunk ids, rows
         self._lexical_pos: np.ndarray | None = None
         self._units: dict[str, UnitTable] = {}
         self._payload: dict[str, pl.DataFrame] = {}
@@ -471,7 +471,7 @@ class Index:
         version published before they were kept (its readers run NER themselves)."""
         if not self.has_payload("mentions"):
             return None
-        rows = self.payload("mentions").filter(pl.col("chunk_id").is_in(list(chunk_ids)))
+        rows = self._chunk_rows("mentions", set(chunk_ids))
         out: dict[str, list[tuple[str, str]]] = {c: [] for c in chunk_ids}
         for chunk_id, text, label in rows.iter_rows():
             out[chunk_id].append((text, label))
@@ -554,12 +554,19 @@ class Index:
         per query: at 1M chunks the filter read 3.7M relations (16 ms of a 204 ms query)."""
         if not self.has_table("relations") or not chunk_ids:
             return pl.DataFrame()
-        rel = self.payload("relations")
-        if self._relations_by_chunk is None:
-            by = rel.select("chunk_id").with_row_index("row").sort("chunk_id", "row")
-            self._relations_by_chunk = (by["chunk_id"], by["row"].to_numpy())
-        keys, rows = self._relations_by_chunk
+        return self._chunk_rows("relations", chunk_ids)
+
+    def _chunk_rows(self, name: str, chunk_ids: set[str]) -> pl.DataFrame:
+        """The rows of payload table ``name`` whose ``chunk_id`` is one of ``chunk_ids``, in payload order, by
+        binary search in the table's chunk ids sorted once per reader (relations_in, mentions_in)."""
+        table = self.payload(name)
+        if not chunk_ids:
+            return table.clear()
+        if name not in self._by_chunk:
+            by = table.select("chunk_id").with_row_index("row").sort("chunk_id", "row")
+            self._by_chunk[name] = (by["chunk_id"], by["row"].to_numpy())
+        keys, rows = self._by_chunk[name]
         wanted = pl.Series(sorted(chunk_ids), dtype=pl.String)
         lo = keys.search_sorted(wanted, side="left").to_numpy()
         hi = keys.search_sorted(wanted, side="right").to_numpy()
-        return rel[np.sort(np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)]))]
+        return table[np.sort(np.concatenate([rows[a:b] for a, b in zip(lo, hi, strict=True)]))]
