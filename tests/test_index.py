@@ -528,7 +528,7 @@ def test_relations_in_reads_the_rows_a_filter_would(built: Built):
     assert idx.relations_in(set()).is_empty()
     # the entity spans go through the same lookup: each chunk's spans, in payload order, as a filter gives them
     men = idx.payload("mentions")
-    some = men["chunk_id"].unique(maintain_order=True).to_list()[:3] + ["no-such-chunk"]
+    some = [*men["chunk_id"].unique(maintain_order=True).to_list()[:3], "no-such-chunk"]
     spans = idx.mentions_in(some)
     for c in some:
         assert list(spans[c]) == list(men.filter(pl.col("chunk_id") == c).select("text", "label").iter_rows()), c
