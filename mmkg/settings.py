@@ -82,6 +82,10 @@ class Settings(BaseSettings):
         description="A document's text after this many sentences is dropped.",
     )
     max_pages: int = Field(default=2_000, ge=1, description="PDF pages after this many are not read.")
+    pdf_tables: bool = Field(
+        default=True,
+        description="Add each PDF page's table rows, with their column headers and caption, after the page text.",
+    )
     max_images_per_document: int = Field(
         default=2_000, ge=0, description="Pictures after this many in a document are skipped."
     )

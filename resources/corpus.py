@@ -37,6 +37,7 @@ class CorpusResource(ConfigurableResource):
         default=_S.max_sentences_per_document, description="Sentences kept per document."
     )
     max_pages: int = Field(default=_S.max_pages, description="PDF pages read per file.")
+    pdf_tables: bool = Field(default=_S.pdf_tables, description="Add PDF table rows with their headers to page text.")
     max_images_per_document: int = Field(default=_S.max_images_per_document, description="Pictures kept per document.")
     max_file_seconds: float = Field(default=_S.max_file_seconds, description="Seconds spent reading one PDF or JSON.")
     max_partition_chars: int = Field(default=_S.max_partition_chars, description="Characters kept per partition.")

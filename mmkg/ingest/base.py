@@ -19,6 +19,7 @@ class Limits:
     max_file_bytes: int = 512 * 1024 * 1024
     page_render_scale: float = 2.0  # ~144 dpi renders for PDF pages without a text layer
     min_page_chars: int = 20  # a PDF page with less text than this is rendered as an image
+    pdf_tables: bool = True  # a PDF page's tables, one row per line with its headers, follow its text (pdf_tables.py)
     # time-based media (mmkg.ingest.media)
     max_media_seconds: float = 4 * 3600.0  # longer video or audio files are rejected
     frame_interval_s: float = 10.0  # a video frame at least this often ...

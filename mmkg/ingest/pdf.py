@@ -1,5 +1,10 @@
 """PDF reader (pypdfium2): one text unit per page, embedded images, renders of image-only pages.
 
+The page's tables (``mmkg.ingest.pdf_tables``, over pdfplumber) follow its text, one row per paragraph with
+its column headers, row label and caption ("Net income | 2015: $122,641 | 2014: $266,799"), so retrieval
+and the reader see each cell with the labels that say what it is. The flattened cells stay in the page
+text where pdfium put them; ``Limits.pdf_tables`` turns the rows off.
+
 Pages keep their 1-based number through ``page_starts``. An embedded image is placed at the text
 offset of the nearest character on its page, so it attaches to the chunk it sits next to. A page
 with (almost) no text layer, such as a scanned page or a slide exported as a picture, is rendered
@@ -9,13 +14,43 @@ whole so that OCR and image encoders downstream can still read it.
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import time
+from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument
+from mmkg.ingest.pdf_tables import page_tables, render
+
+TABLE_BREAK = "\n\n"  # between a page's text and its table rows, and between rows: each row is a paragraph
+
+
+def _plumber(data: bytes, rel: str, rejections: list[Rejection]) -> Any:
+    """The PDF opened by pdfplumber for its tables, or None (recorded) where pdfminer cannot parse it."""
+    import pdfplumber
+
+    try:
+        return pdfplumber.open(io.BytesIO(data))
+    except Exception as exc:  # pdfminer raises its own and builtin errors for damaged files
+        rejections.append(Rejection(rel, f"tables not read: pdfplumber cannot open the file ({exc})", stage="tables"))
+        return None
+
+
+def _table_rows(plumber: Any, index: int, rel: str, rejections: list[Rejection]) -> list[str]:
+    """Rows (with headers) of the tables on page ``index``; a page whose tables fail is recorded, not lost."""
+    try:
+        page = plumber.pages[index]
+        try:
+            return [line for table in page_tables(page) for line in render(table)]
+        finally:
+            page.close()
+    except Exception as exc:  # a damaged content stream: the page's text is still read by pdfium
+        rejections.append(Rejection(rel, f"page {index + 1}: tables not read ({type(exc).__name__}: {exc})",
+                                    f"page {index + 1}", stage="tables"))  # fmt: skip
+        return []
 
 
 def _nearest_char(textpage: pdfium.PdfTextPage, n_chars: int, box: tuple[float, float, float, float]) -> int | None:
@@ -47,6 +82,7 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
     offset = 0
     deadline = time.monotonic() + limits.max_file_seconds
     skipped_images = 0
+    plumber = _plumber(data, rel, rejections) if limits.pdf_tables else None
     try:
         n_pages = len(pdf)
         if n_pages == 0:
@@ -117,6 +153,9 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             elif len(text) < limits.min_page_chars:
                 pil = page.render(scale=limits.page_render_scale).to_pil()
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
+            rows = _table_rows(plumber, index, rel, rejections) if plumber is not None and text else []
+            if rows:
+                text = TABLE_BREAK.join([text, *rows])
             texts.append(text)
             offset += len(text) + 2  # pages are joined by a blank line
             page.close()
@@ -132,6 +171,8 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
         title = _metadata_title(pdf) or next((ln.strip() for t in texts for ln in t.splitlines() if ln.strip()), "")
     finally:
         pdf.close()
+        if plumber is not None:
+            plumber.close()
     doc = SourceDocument(
         source_path=rel,
         record_key="",

@@ -1,0 +1,117 @@
+"""Tables as tables: rows of real PDFs keep their column headers, row labels and caption."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pdfplumber
+import pytest
+
+from mmkg.ingest.base import Limits
+from mmkg.ingest.pdf import read_pdf
+from mmkg.ingest.pdf_tables import page_tables, render
+from tests.conftest import SHARED
+
+NETFLIX = SHARED / "datasets/mmlongbench-dev/documents/NETFLIX_2015_10K.pdf"
+STEPBACK = SHARED / "datasets/mmlongbench-dev/documents/STEPBACK.pdf"
+
+
+def write_table_pdf(path: Path) -> Path:
+    """A statement drawn like a 10-K's (no borders, numbers right-aligned under year headers), a caption above
+    it, prose below, and a ruled table (cell borders) on a second page."""
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_pdf import PdfPages
+
+    rows = [("Revenues", "6,779,511", "5,504,656"), ("Cost of revenues", "4,591,476", "3,752,760"),
+            ("Net income", "122,641", "266,799"), ("Interest expense", "(132,716)", "(50,219)")]  # fmt: skip
+    with PdfPages(path) as pdf:
+        fig = plt.figure(figsize=(8.5, 11))
+        fig.text(0.08, 0.95, "Table 4: Consolidated statements of operations (in thousands)", fontsize=11)
+        fig.text(0.70, 0.91, "2015", fontsize=10, ha="right")
+        fig.text(0.88, 0.91, "2014", fontsize=10, ha="right")
+        for i, (label, a, b) in enumerate(rows):
+            y = 0.88 - 0.025 * i
+            fig.text(0.08, y, label, fontsize=10)
+            fig.text(0.72, y, a, fontsize=10, ha="right")
+            fig.text(0.90, y, b, fontsize=10, ha="right")
+        fig.text(0.08, 0.6, "Revenues grew in 2015 as streaming memberships grew. The statement above is audited.",
+                 fontsize=10)  # fmt: skip
+        pdf.savefig(fig)
+        plt.close(fig)
+        fig, ax = plt.subplots(figsize=(8.5, 11))
+        ax.axis("off")
+        ax.text(0.0, 0.95, "Table 5: Battery life by mode", fontsize=11, transform=ax.transAxes)
+        table = ax.table(cellText=[["Mode", "Hours"], ["Typical use", "14"], ["GPS on", "7"], ["Standby", "30"]],
+                         loc="upper left", bbox=(0.0, 0.6, 0.6, 0.3))  # fmt: skip
+        table.set_fontsize(10)
+        ax.text(0.0, 0.5, "Battery life depends on how the watch is used.", fontsize=10, transform=ax.transAxes)
+        pdf.savefig(fig)
+        plt.close(fig)
+    return path
+
+
+@pytest.fixture
+def table_pdf(tmp_path: Path) -> Path:
+    return write_table_pdf(tmp_path / "statements.pdf")
+
+
+def test_aligned_table_rows_keep_headers_label_and_caption(table_pdf: Path) -> None:
+    with pdfplumber.open(table_pdf) as pdf:
+        tables = page_tables(pdf.pages[0])
+    assert [t.finder for t in tables] == ["aligned"]
+    t = tables[0]
+    assert t.headers == ["2015", "2014"]
+    assert t.caption.startswith("Table 4: Consolidated statements of operations")
+    assert [label for label, _ in t.rows] == ["Revenues", "Cost of revenues", "Net income", "Interest expense"]
+    lines = render(t)
+    assert lines[2].endswith("| Net income | 2015: 122,641 | 2014: 266,799")
+    assert lines[3].endswith("| Interest expense | 2015: (132,716) | 2014: (50,219)")
+    assert all(line.startswith("Table 4: Consolidated statements of operations") for line in lines)
+
+
+def test_ruled_table_first_row_is_the_header(table_pdf: Path) -> None:
+    with pdfplumber.open(table_pdf) as pdf:
+        tables = page_tables(pdf.pages[1])
+    ruled = [t for t in tables if t.finder == "ruled"]
+    assert len(ruled) == 1
+    assert ruled[0].headers == ["Hours"]
+    assert render(ruled[0]) == ["Table 5: Battery life by mode | Typical use | Hours: 14",
+                                "Table 5: Battery life by mode | GPS on | Hours: 7",
+                                "Table 5: Battery life by mode | Standby | Hours: 30"]  # fmt: skip
+
+
+def test_pdf_page_text_carries_its_rows_after_the_text(table_pdf: Path) -> None:
+    data = table_pdf.read_bytes()
+    doc, rejected = read_pdf(data, "statements.pdf", Limits())
+    assert rejected == []
+    first = doc.text[: doc.page_starts[1]]
+    assert "Revenues grew in 2015" in first  # the page's own text first, unchanged
+    assert first.index("Revenues grew in 2015") < first.index("| Net income | 2015: 122,641 | 2014: 266,799")
+    assert "\n\nTable 5: Battery life by mode | GPS on | Hours: 7" in doc.text[doc.page_starts[1] :]
+    plain, _ = read_pdf(data, "statements.pdf", Limits(pdf_tables=False))
+    assert "|" not in plain.text and "Revenues grew in 2015" in plain.text
+
+
+def test_damaged_file_for_tables_is_recorded_not_lost(table_pdf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page whose tables cannot be read keeps its text, and the reason is recorded against the file."""
+    import mmkg.ingest.pdf as pdf_mod
+
+    def broken(page):
+        raise ValueError("unexpected token in content stream")
+
+    monkeypatch.setattr(pdf_mod, "page_tables", broken)
+    doc, rejected = read_pdf(table_pdf.read_bytes(), "statements.pdf", Limits())
+    assert "Revenues grew in 2015" in doc.text and "|" not in doc.text
+    assert [r.stage for r in rejected] == ["tables", "tables"]
+    assert "page 1: tables not read (ValueError: unexpected token" in rejected[0].reason
+
+
+@pytest.mark.skipif(not NETFLIX.exists(), reason="../shared/datasets is not present")
+def test_real_10k_statement_and_paper_table() -> None:
+    with pdfplumber.open(NETFLIX) as pdf:
+        lines = [line for t in page_tables(pdf.pages[39]) for line in render(t)]
+    assert "Technology and development | 2015: 650,788 | 2014: 472,321 | 2013: 378,769" in lines
+    with pdfplumber.open(STEPBACK) as pdf:
+        lines = [line for t in page_tables(pdf.pages[4]) for line in render(t)]
+    assert any(line.endswith("| PaLM-2L + Step-Back (ours) | MMLU Physics: 73.2% (1.9%) | MMLU Chemistry: 81.8% (1.4%)")
+               for line in lines)  # fmt: skip
