@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import math
 import time
 from typing import Any
@@ -32,6 +33,9 @@ def _plumber(data: bytes, rel: str, rejections: list[Rejection]) -> Any:
     """The PDF opened by pdfplumber for its tables, or None (recorded) where pdfminer cannot parse it."""
     import pdfplumber
 
+    # pdfminer logs every odd font descriptor ("Could not get FontBBox ...") as a warning on stderr, through
+    # the build display; the text comes from pdfium, so such fonts cost nothing worth a line
+    logging.getLogger("pdfminer").setLevel(logging.ERROR)
     try:
         return pdfplumber.open(io.BytesIO(data))
     except Exception as exc:  # pdfminer raises its own and builtin errors for damaged files
