@@ -115,3 +115,23 @@ def test_real_10k_statement_and_paper_table() -> None:
         lines = [line for t in page_tables(pdf.pages[4]) for line in render(t)]
     assert any(line.endswith("| PaLM-2L + Step-Back (ours) | MMLU Physics: 73.2% (1.9%) | MMLU Chemistry: 81.8% (1.4%)")
                for line in lines)  # fmt: skip
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What was the cost of revenues in 2014?", "3752760"),
+    ("What were the revenues in 2015?", "6779511"),
+    ("How much was the interest expense in 2014?", "50219"),
+])  # fmt: skip
+def test_the_reader_answers_from_the_cell_under_the_asked_column(table_pdf: Path, question: str, expected: str) -> None:
+    """The cell is picked by its row label and its own column's header, not by the nearest number."""
+    from mmkg.generation.base import Evidence
+    from mmkg.generation.question import analyze
+    from mmkg.generation.reader import Reader
+
+    doc, _ = read_pdf(table_pdf.read_bytes(), "statements.pdf", Limits())
+    page = doc.text[: doc.page_starts[1]].strip()
+    ev = [Evidence(label=1, kind="chunk", text=page, chunk_id="c0", doc_id="d", title="Statements",
+                   source_path="statements.pdf", chunk_index=0)]  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(analyze(question), None, ev)
+    assert ans.text == expected, ans.candidates[:3]
+    assert " | " in ans.support[0].sentence  # the row, with its headers, is the cited sentence

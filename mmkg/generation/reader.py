@@ -51,7 +51,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
-           "inner": 0.4}
+           "inner": 0.4, "cell": 1.0}
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
@@ -83,6 +83,10 @@ _CONTACTS = {
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
     "url": re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[\w/]|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io)(?:/[^\s<>\"]*)?\b"),
 }
+_WH = frozenset(stem(w) for w in ("what", "which", "who", "when", "where", "how"))
+_CELL_SEP = " | "  # between the cells of a table row (mmkg.ingest.pdf_tables.render)
+_DIGITS = re.compile(r"\d{4}")  # a year or a four-digit column name inside a token ("FY2015", "2015:")
+TABLE_UNLABELLED = 0.3  # "near" of a table cell whose column has no header
 _DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
 _OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
 _DASH = re.compile(r"\s[–—-]\s|[–—]")
@@ -427,8 +431,22 @@ class Reader:
         cand = normalize(s.text[a - shift : b - shift] if continues else s.text[a:b])
         graph = 1.0 if any(pred & rel and (cand in subj or cand in obj) for pred, subj, obj in relations) else 0.0
         focus = self._focus(q, s, a - shift if continues else a, here | prev)
-        return {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about, "graph": graph,
-                "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
+        cell = None if continues else table_cell(s.text, a, b)
+        cover = 0.0
+        if cell is not None:  # a table cell: what labels it is its row's label and its own column's header
+            caption, label, header = cell
+            share = share_in(_stems(f"{caption} {label} {header}"))
+            asked = _asked(q.text)
+            head = _asked(header)
+            near = len(head & asked) / len(head) if head else TABLE_UNLABELLED
+            # the share of the question's words that the row's own label and the column's header name (the
+            # caption names the table, the same for every row)
+            cover = len(asked & _asked(f"{label} {header}")) / len(asked) if asked else 0.0
+        features = {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about,
+                    "graph": graph, "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
+        if cell is not None:  # the row and the column say what the question asks: the table states the answer
+            features["cell"] = cover * near
+        return features
 
     @staticmethod
     def _focus(q: QuestionAnalysis, s: _Sentence, a: int, words: set[str]) -> float:
@@ -465,7 +483,10 @@ class Reader:
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
+            row = value_type == "number" and _CELL_SEP in s.text
             for text, label, a, b in self._spans(q, s, labels, value_type):
+                if row and table_cell(s.text, a, b) is None:
+                    continue  # a number in a row's labels or a column header ("2015:") is no cell's value
                 f = self._features(q, s, a, b, bridges, relations)
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
                     f["inner"] = _inner_place(s.text, a, b)
@@ -530,7 +551,8 @@ class Reader:
         return round(1.0 - len(missing) / len(words), 3), missing
 
     def _confidence(self, cands: Sequence[Candidate]) -> float:
-        total = sum(self.weights.values())
+        # the weights a candidate could have scored: a table cell's weight counts only for table cells
+        total = sum(w for k, w in self.weights.items() if k != "cell" or "cell" in cands[0].features)
         top = cands[0].score / total
         margin = (cands[0].score - cands[1].score) / cands[0].score if len(cands) > 1 and cands[0].score > 0 else 1.0
         return round(max(0.0, min(1.0, top * (0.7 + 0.3 * margin))), 3)
@@ -774,6 +796,39 @@ class Reader:
                 return [PathStep(e, "mentions", home.title, via.text, via.label, "mention"),
                         PathStep(home.title, "stated with", target, sup.sentence, sup.label, "mention")]  # fmt: skip
         return steps
+
+
+def _asked(text: str) -> set[str]:
+    """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015")."""
+    return {stem(w) for w in _WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH | set(
+        _DIGITS.findall(text))
+
+
+def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
+    """For a span in a table row as the PDF reader writes it ("Table 4 ... | Net income | 2015: $122,641 | ..."),
+    the row's caption, its label (the cell before the first value) and the span's column header; None when
+    the text is no such row, or the span is in its labels or headers, or follows its cell's first number."""
+    if _CELL_SEP not in text:
+        return None
+    cells, pos = [], 0
+    for part in text.split(_CELL_SEP):
+        cells.append((pos, part))
+        pos += len(part) + len(_CELL_SEP)
+    first_value = next((i for i, (_, part) in enumerate(cells) if _NUMBER.search(part.rpartition(": ")[2])), None)
+    if not first_value:
+        return None
+    for start, part in cells[first_value:]:
+        if start <= a and b <= start + len(part):
+            header, sep, _ = part.rpartition(": ")
+            if sep and a < start + len(header) + len(sep):
+                return None  # the span is in the header
+            value_at = start + len(header) + len(sep) if sep else start
+            first = _NUMBER.search(text, value_at, start + len(part))
+            if first is not None and a > first.start():
+                return None  # "66.4% (0.8%)": the spread after a cell's value is not its value
+            caption = " ".join(p for _, p in cells[: first_value - 1])
+            return caption, cells[first_value - 1][1], header if sep else ""
+    return None
 
 
 def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
