@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         description="A document's text after this many sentences is dropped.",
     )
     max_pages: int = Field(default=2_000, ge=1, description="PDF pages after this many are not read.")
+    query_expansion: str = Field(
+        default="",
+        description="Query-expansion lexicons for the BM25 seeds of retrieval, a comma list of names in "
+        "mmkg/retrieval/lexicons (finance: a metric's name brings the statement lines it is computed from) or .json "
+        "paths; empty: the question's own words. Opt in per corpus: a lexicon is one domain's word list.",
+    )
     pdf_tables: bool = Field(
         default=True,
         description="Add each PDF page's table rows, with their column headers and caption, after the page text.",

@@ -79,7 +79,8 @@ class Preset(Params):
     expansion: str = param(
         "",
         "comma list of query-expansion lexicons for the BM25 seeds (mmkg.retrieval.expansion; 'finance': a metric's "
-        "name brings the statement line items it is computed from); '': the question's own words",
+        "name brings the statement line items it is computed from); '': the corpus's setting "
+        "(MMKG_QUERY_EXPANSION, none by default)",
         server="paths",
     )
     entity_chunk_share: float = param(0.0, "share of a linked entity's mass moved onto its chunks, by query similarity")
@@ -185,7 +186,7 @@ PRESETS: dict[str, Preset] = {
     # Long-document QA (reports, slides, handbooks; MMLongBench-Doc): questions name few entities and
     # many exact terms, so BM25 and dense seeds share r0 (tuned on MMLongBench-Doc dev); the pages and parts a
     # question points at ("page 5", "Figure 1") seed too, and a financial metric's name brings the statement
-    # line items it is computed from into the BM25 query (lexicons/finance.json).
+    # line items it is computed from into the BM25 query when the corpus opts in (MMKG_QUERY_EXPANSION=finance).
     "longdoc": Preset(
         0.5,
         1.0,
@@ -195,7 +196,6 @@ PRESETS: dict[str, Preset] = {
         TopK(20, 20, 5, 5),
         TopK(10, 10, 10, 10),
         lexical_seed_weight=0.5,
-        expansion="finance",
         same_picture_weight=0.9,
         reference_weight=0.5,
     ),
@@ -329,6 +329,13 @@ def relations_among(
     return out[:limit]
 
 
+def corpus_expansion() -> str:
+    """The lexicons the corpus opted into (``Settings.query_expansion``); a preset's own ``expansion`` wins."""
+    from mmkg.settings import Settings
+
+    return Settings().query_expansion
+
+
 class MG2:
     """MG2-RAG graph retrieval with one preset (``default`` unless given)."""
 
@@ -411,9 +418,10 @@ class MG2:
         if text is not None and p.lexical_seed_weight > 0:
             t1 = time.perf_counter()
             lexical = np.zeros(index.graph.n, dtype=np.float32)
-            searched, expanded = expand(text, p.expansion)
+            lexicons = p.expansion or corpus_expansion()
+            searched, expanded = expand(text, lexicons)
             if expanded:
-                result.notes.append(f"BM25 query expanded ({p.expansion}): {', '.join(expanded)}")
+                result.notes.append(f"BM25 query expanded ({lexicons}): {', '.join(expanded)}")
             lexical[: index.n_chunks] = keep_top_k(index.lexical_scores(searched), p.lexical_top_k, masks["chunks"])
             timings["bm25"] = (time.perf_counter() - t1) * 1e3
         picture = same_picture_seeds(index, matched, masks)
