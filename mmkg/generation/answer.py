@@ -267,7 +267,7 @@ def _second_hop(index: Any, result: RetrievalResult, analysis: Any, per_option: 
     titles = {c.title.casefold() for c in result.chunks if c.title}
     if not bridge or any(t == bridge.casefold() or t.startswith(bridge.casefold() + " (") for t in titles):
         return result
-    words = [w for w in analysis.relation_words if w.lower() not in (analysis.bridge, analysis.bridge_kind)]
+    words = analysis.second_hop_words
     t0 = time.perf_counter()
     hits = retrieval.retrieve(index, text=" ".join([bridge, *words]), k=per_option, strategy=strategy,
                               filters=filters, **params).chunks  # fmt: skip

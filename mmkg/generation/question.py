@@ -132,6 +132,22 @@ class QuestionAnalysis:
     notes: list[str] = field(default_factory=list, compare=False)
 
     @property
+    def first_hop(self) -> frozenset[str]:
+        """Stems of the words that reach the bridge ("director" and "film" in "the director of film X"): on the
+        bridge's own page they say nothing about the answer."""
+        return frozenset(stem(w) for w in (self.bridge, self.bridge_kind) if w)
+
+    @property
+    def second_hop_relation(self) -> tuple[str, ...]:
+        """The relation (stems) asked of the bridge: ``relation`` without the first hop's words."""
+        return tuple(r for r in self.relation if r not in self.first_hop)
+
+    @property
+    def second_hop_words(self) -> tuple[str, ...]:
+        """``second_hop_relation`` as written, for the bridge page's own retrieval."""
+        return tuple(w for w in self.relation_words if stem(w) not in self.first_hop)
+
+    @property
     def labels(self) -> frozenset[str]:
         """NER labels an answer of this type can carry (empty: any span)."""
         return labels_for(self.value_type or self.answer_type, self.focus)

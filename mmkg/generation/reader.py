@@ -13,7 +13,9 @@
    "died" for "death", the two halves of a life-span parenthesis) and the distance to the nearest,
    whether the sentence is about a thing the question names or a page those sentences lead to, an
    apposition naming the asked-for kind, a graph triple whose predicate is the relation, and the
-   chunk's rank; the same answer in other sentences adds a little (agreement across passages).
+   chunk's rank; the same answer in other sentences adds a little (agreement across passages). A number in
+   a table row ("Net income | 2015: 122,641 | 2014: 266,799", ``mmkg.ingest.pdf_tables``) is scored by what
+   labels its cell: the question's words its row label and its own column header name (``cell``).
 4. **Two hops**: when the question names a bridge ("the director of film X", "X's stepmother" = X's
    father's wife), the bridge person is read from X's own sentences first, then the answer from the
    bridge's page.
@@ -550,10 +552,12 @@ class Reader:
         missing = [w for st, w in words.items() if st not in seen]
         return round(1.0 - len(missing) / len(words), 3), missing
 
+    def _total(self, c: Candidate) -> float:
+        """The most a candidate could have scored: a table cell's weight counts only for table cells."""
+        return sum(w for k, w in self.weights.items() if k != "cell" or "cell" in c.features)
+
     def _confidence(self, cands: Sequence[Candidate]) -> float:
-        # the weights a candidate could have scored: a table cell's weight counts only for table cells
-        total = sum(w for k, w in self.weights.items() if k != "cell" or "cell" in cands[0].features)
-        top = cands[0].score / total
+        top = cands[0].score / self._total(cands[0])
         margin = (cands[0].score - cands[1].score) / cands[0].score if len(cands) > 1 and cands[0].score > 0 else 1.0
         return round(max(0.0, min(1.0, top * (0.7 + 0.3 * margin))), 3)
 
@@ -610,8 +614,7 @@ class Reader:
         leads to (the director's birthplace, the director's father)."""
         bridges = self._bridges(q, sentences, result)[:2]
         best: list[tuple[float, Candidate, Candidate]] = []
-        first_hop = {stem(q.bridge), stem(q.bridge_kind)} if q.bridge_kind else {stem(q.bridge)}
-        rel = tuple(r for r in q.relation if r not in first_hop)
+        rel = q.second_hop_relation
         for b in bridges:
             name = b.text
             # the bridge's own page (its sentences say "He was born in ..." and may name the question's thing
@@ -624,7 +627,7 @@ class Reader:
             for c in self.candidates(sub, pool, vtype, result):
                 if _contains(name, c.text) or _contains(c.text, name):
                     continue  # the bridge is not its own father or birthplace
-                best.append((c.score + BRIDGE_WEIGHT * b.score / sum(self.weights.values()), c, b))
+                best.append((c.score + BRIDGE_WEIGHT * b.score / self._total(b), c, b))
         best.sort(key=lambda x: -x[0])
         cands = [replace(c, score=score, features={**c.features, "bridge": round(b.score, 3)}) for score, c, b in best]
         return cands, (best[0][2] if best else None)
