@@ -24,16 +24,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: a number cell: "$ 122,641", "(37,887)", "12.5%", "-3.2"; a lone dash is an empty cell
-_VALUE = re.compile(r"^[($€£¥+-]*\d[\d,]*(?:\.\d+)?%?\)?(?:\s?[(±]\s?\d[\d,]*(?:\.\d+)?%?\)?)?[,;*†]?$|^[—–-]$")
+_VALUE = re.compile(r"^[($€£¥+-]*\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?(?:\s?[(±]\s?\d[\d,]*(?:\.\d+)?%?\)?)?[*†]?$|^[—–-]$")
 _SPREAD = re.compile(r"^\(±?\d[\d,]*(?:\.\d+)?%?\)$")
 _YEAR = re.compile(r"^(?:FY)?(?:19|20)\d{2}$")
-_JOIN = {"$", "€", "£", "¥", ")", "%", "(", "$("}
+_CURRENCY = frozenset({"$", "€", "£", "¥"})
 _CAPTION = re.compile(r"^(?:Table|TABLE|Exhibit|EXHIBIT)\s+[\dIVX]+[A-Za-z]?\b")
 LINE_TOLERANCE = 3.0  # words whose tops differ by less than this (points) are one line
 PHRASE_GAP = 4.0  # words closer than this (points) are one phrase; a wider gap starts a new cell
 MAX_HEADER_LINES = 4  # lines above a table's first row read as its column headers
 MAX_HEADER_GAP = 60.0  # ... when they are at most this far above it (points)
 MIN_ROWS = 2
+MAX_CELL_CHARS = 60  # a ruled table whose cells hold this many characters on average is a box around prose
 SPREAD_GAP = 6.0  # points between a value and the parenthesized spread that belongs to it
 X_TOLERANCE = 1.5  # pdfplumber's default (3) joins the words of tightly set papers
 MIN_COLUMNS = 2
@@ -83,17 +84,22 @@ def _split_values(line: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
             w["x0"] - merged[-1]["x1"] < 40
         ):
             merged[-1] = {**merged[-1], "text": merged[-1]["text"] + w["text"], "x1": w["x1"]}
-        elif merged and _SPREAD.match(w["text"]) and _VALUE.match(merged[-1]["text"]) and (
+        elif merged and _SPREAD.match(w["text"]) and _is_value(merged[-1]["text"]) and (
             w["x0"] - merged[-1]["x1"] < SPREAD_GAP
         ):  # "66.4% (0.8%)": a spread set right after its value is part of the cell
             merged[-1] = {**merged[-1], "text": f"{merged[-1]['text']} {w['text']}", "x1": w["x1"]}
         else:
             merged.append(w)
     k = len(merged)
-    while k > 0 and _VALUE.match(merged[k - 1]["text"]):
-        k -= 1
+    while k > 0 and (_is_value(merged[k - 1]["text"]) or merged[k - 1]["text"] in _CURRENCY):
+        k -= 1  # a currency sign set apart from its number is part of the run, not of the label
     label = " ".join(w["text"] for w in merged[:k]).strip()
-    return label, merged[k:]
+    return label, [w for w in merged[k:] if w["text"] not in _CURRENCY]
+
+
+def _is_value(text: str) -> bool:
+    """A number cell; "2020)" (the end of a citation) is not one: its parentheses do not pair."""
+    return bool(_VALUE.match(text)) and text.count("(") >= text.count(")")
 
 
 def _columns(rows: list[list[dict[str, Any]]]) -> list[tuple[float, float]]:
@@ -174,8 +180,10 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
         left = min(c0 for c0, _ in cols) - 20
         headers = [""] * len(cols)
         for h in range(block[0] - 1, max(block[0] - 1 - MAX_HEADER_LINES, -1), -1):
-            if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h):
-                break
+            if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h) or any(
+                not _YEAR.match(v["text"].strip("$(),;")) for v in parsed[h][1]
+            ):
+                break  # a row, or a line of amounts (a total above the table), is no header
             placed: dict[int, str] = {}
             for ph in _phrases(lines[h]):
                 if ph["x1"] < left:
@@ -218,6 +226,12 @@ def ruled_tables(page: Any, lines: list[list[dict[str, Any]]]) -> list[Table]:
         if len(grid) < MIN_ROWS + 1 or max(len(r) for r in grid) < MIN_COLUMNS:
             continue
         header, body = grid[0], grid[1:]
+        filled = [c for row in body for c in row if c]
+        if sum(sum(1 for c in row if c) >= 2 for row in body) * 2 < len(body) or (
+            sum(map(len, filled)) > MAX_CELL_CHARS * len(filled)
+        ):
+            continue  # a box around prose (one filled cell a row, or long cells), drawn like a table
+
         rows = [(row[0], row[1:]) for row in body]
         out.append(Table(tuple(t.bbox), header[1:], rows, _caption(lines, t.bbox[1], t.bbox[3]), "ruled"))
     return out
