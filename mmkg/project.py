@@ -9,20 +9,23 @@ the data root (``.mmkg/``) and the index without flags.
 from __future__ import annotations
 
 import shutil
+import textwrap
 from pathlib import Path
 
 from mmkg.settings import CONFIG_FILE, SAMPLE_CORPUS, Settings
+
+COMMENT_WIDTH = 100  # mmkg.toml's comment lines are wrapped to this many characters
 
 # The sample partition copied into a new project, so `mmkg index build` has something to index at once.
 EXAMPLE_PARTITION = "space"
 
 NEXT_STEPS = """Next:
   cd {folder}
-  mmkg index build              # index corpus/ into .mmkg/ (progress per partition and step)
+  mmkg index build     # index corpus/ into .mmkg/, with progress
   mmkg query "{question}"
-  mmkg index status             # which partitions changed since the last build
-  mmkg index update             # re-index only those, then publish
-Add folders of documents under corpus/ (each folder is a partition); edit mmkg.toml to change a setting."""
+  mmkg index status    # the partitions changed since the last build
+  mmkg index update    # re-index only those, then publish
+Add a folder of documents under corpus/ for each partition; settings: mmkg.toml."""
 
 
 def config_text(corpus_root: str = "corpus", data_root: str = ".mmkg") -> str:
@@ -34,7 +37,8 @@ def config_text(corpus_root: str = "corpus", data_root: str = ".mmkg") -> str:
         "",
     ]
     for name, field in Settings.model_fields.items():
-        lines.append(f"# {field.description or name} (MMKG_{name.upper()})")
+        lines += textwrap.wrap(f"{field.description or name} (MMKG_{name.upper()})", COMMENT_WIDTH,
+                               initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)  # fmt: skip
         if name == "corpus_root":
             lines.append(f'{name} = "{corpus_root}"')
         elif name == "data_root":
