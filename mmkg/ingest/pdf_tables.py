@@ -35,9 +35,11 @@ MAX_HEADER_LINES = 4  # lines above a table's first row read as its column heade
 MAX_HEADER_GAP = 60.0  # ... when they are at most this far above it (points)
 MIN_ROWS = 2
 MAX_CELL_CHARS = 60  # a ruled table whose cells hold this many characters on average is a box around prose
+SIGN_GAP = 40.0  # points between a "$" or "(" and its number, or a number and its ")" or "%"
 SPREAD_GAP = 6.0  # points between a value and the parenthesized spread that belongs to it
 X_TOLERANCE = 1.5  # pdfplumber's default (3) joins the words of tightly set papers
 MIN_COLUMNS = 2
+COLUMN_GAP = 12.0  # right edges of values closer than this (points) are one column
 
 
 @dataclass
@@ -49,9 +51,6 @@ class Table:
     rows: list[tuple[str, list[str]]] = field(default_factory=list)
     caption: str = ""
     finder: str = "aligned"
-
-    def lines(self) -> list[str]:
-        return render(self)
 
 
 def _phrases(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -81,7 +80,7 @@ def _split_values(line: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
     merged: list[dict[str, Any]] = []
     for w in tokens:  # "$" before a number and ")" or "%" after it belong to the number
         if merged and (merged[-1]["text"] in ("$", "€", "£", "¥", "(", "$(") or w["text"] in (")", "%")) and (
-            w["x0"] - merged[-1]["x1"] < 40
+            w["x0"] - merged[-1]["x1"] < SIGN_GAP
         ):
             merged[-1] = {**merged[-1], "text": merged[-1]["text"] + w["text"], "x1": w["x1"]}
         elif merged and _SPREAD.match(w["text"]) and _is_value(merged[-1]["text"]) and (
@@ -107,7 +106,7 @@ def _columns(rows: list[list[dict[str, Any]]]) -> list[tuple[float, float]]:
     ends = sorted((v["x1"], v["x0"]) for vals in rows for v in vals)
     cols: list[list[float]] = []  # [min x0, max x1, last x1]
     for x1, x0 in ends:
-        if cols and x1 - cols[-1][2] < 12:
+        if cols and x1 - cols[-1][2] < COLUMN_GAP:
             cols[-1] = [min(cols[-1][0], x0), max(cols[-1][1], x1), x1]
         else:
             cols.append([x0, x1, x1])
@@ -231,7 +230,6 @@ def ruled_tables(page: Any, lines: list[list[dict[str, Any]]]) -> list[Table]:
             sum(map(len, filled)) > MAX_CELL_CHARS * len(filled)
         ):
             continue  # a box around prose (one filled cell a row, or long cells), drawn like a table
-
         rows = [(row[0], row[1:]) for row in body]
         out.append(Table(tuple(t.bbox), header[1:], rows, _caption(lines, t.bbox[1], t.bbox[3]), "ruled"))
     return out
