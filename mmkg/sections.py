@@ -113,10 +113,14 @@ def sections(texts: list[str]) -> list[str]:
 
 def chunk_sections(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
     """The section path of every chunk, in ``chunks`` row order ("" where none is open or the kind has none)."""
-    kinds = dict(documents.select("doc_id", "kind").iter_rows()) if "kind" in documents.columns else {}
-    order = chunks.with_row_index("_row").select("_row", "doc_id", "chunk_index", "text")
     out = [""] * chunks.height
-    for (doc_id,), group in order.sort("doc_id", "chunk_index").group_by("doc_id", maintain_order=True):
+    kinds = dict(documents.select("doc_id", "kind").iter_rows()) if "kind" in documents.columns else {}
+    if not any(kind in KINDS for kind in kinds.values()):
+        return out
+    # chunks in document order: by chunk_index, else by offset, else as given
+    key = next((c for c in ("chunk_index", "char_start") if c in chunks.columns), "_row")
+    order = chunks.with_row_index("_row").select("_row", "doc_id", "text", *([key] if key != "_row" else []))
+    for (doc_id,), group in order.sort("doc_id", key).group_by("doc_id", maintain_order=True):
         if kinds.get(doc_id) not in KINDS:
             continue
         for row, path in zip(group["_row"].to_list(), sections(group["text"].to_list()), strict=True):
