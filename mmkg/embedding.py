@@ -23,16 +23,16 @@ import polars as pl
 from mmkg.atomic import atomic_path
 from mmkg.encoders import Encoder, ImageInput
 from mmkg.sections import chunk_sections
+from mmkg.settings import Settings
 
 NEARBY_CHARS = 300
-SECTIONS = True  # chunks are embedded and searched with their section path (mmkg.sections)
 
 
 def chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
     """What the encoder and BM25 read for each chunk: the document title and the section path the chunk sits
     in (``mmkg.sections``; a page deep in "4.2 Results" says neither), then the chunk's text."""
     titles = dict(documents.select("doc_id", "title").iter_rows())
-    paths = chunk_sections(chunks, documents) if SECTIONS else [""] * chunks.height
+    paths = chunk_sections(chunks, documents) if Settings().chunk_sections else [""] * chunks.height
     out = []
     for (doc_id, text), section in zip(chunks.select("doc_id", "text").iter_rows(), paths, strict=True):
         title = titles.get(doc_id, "")

@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         "mmkg/retrieval/lexicons (finance: a metric's name brings the statement lines it is computed from) or .json "
         "paths; empty: the question's own words. Opt in per corpus: a lexicon is one domain's word list.",
     )
+    chunk_sections: bool = Field(
+        default=True,
+        description="Embed and search each chunk of a PDF, Markdown or text document with the heading path it "
+        "sits under (mmkg/sections.py); its quoted text is unchanged.",
+    )
     pdf_tables: bool = Field(
         default=True,
         description="Add each PDF page's table rows, with their column headers and caption, after the page text.",

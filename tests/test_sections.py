@@ -42,7 +42,8 @@ def test_a_chunk_carries_the_headings_open_where_it_starts() -> None:
     assert sections(texts) == ["", "2 Method", "2 Method", "2 Method > 2.1 Sensors", ""]
 
 
-def test_pdf_chunks_are_embedded_and_searched_with_their_section(tmp_path: Path) -> None:
+def test_pdf_chunks_are_embedded_and_searched_with_their_section(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pages = [
         "Harbour Crane Study\n1 Introduction\nThe port runs four cranes on the east quay.",
         "2 Maintenance schedule\nEach crane is serviced every six weeks by the yard crew.",
@@ -62,3 +63,5 @@ def test_pdf_chunks_are_embedded_and_searched_with_their_section(tmp_path: Path)
     records = documents.with_columns(pl.lit("json").alias("kind"))
     plain = chunk_texts(chunks, records)  # records and transcripts have no sections
     assert plain[texts.index(third)].startswith("Crane study\nThe yard crew keeps spare cables")
+    monkeypatch.setenv("MMKG_CHUNK_SECTIONS", "false")  # the setting turns them off
+    assert chunk_texts(chunks, documents)[texts.index(third)].startswith("Crane study\nThe yard crew keeps")
