@@ -29,8 +29,9 @@ NEARBY_CHARS = 300
 
 
 def chunk_texts(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
-    """What the encoder and BM25 read for each chunk: the document title and the section path the chunk sits
-    in (``mmkg.sections``; a page deep in "4.2 Results" says neither), then the chunk's text."""
+    """What the encoder and BM25 read for each chunk: the document title, the section path the chunk sits in
+    when ``Settings.chunk_sections`` is on (``mmkg.sections``; a page deep in "4.2 Results" says neither; off
+    by default), then the chunk's text."""
     titles = dict(documents.select("doc_id", "title").iter_rows())
     paths = chunk_sections(chunks, documents) if Settings().chunk_sections else [""] * chunks.height
     out = []

@@ -49,6 +49,7 @@ def test_pdf_chunks_are_embedded_and_searched_with_their_section(tmp_path: Path,
         "2 Maintenance schedule\nEach crane is serviced every six weeks by the yard crew.",
         "The yard crew keeps spare cables in the north shed and logs every repair.",
     ]
+    monkeypatch.setenv("MMKG_CHUNK_SECTIONS", "true")  # a corpus opts in (off by default)
     path = write_pdf(tmp_path / "cranes.pdf", pages)
     doc, _ = read_pdf(path.read_bytes(), "cranes.pdf", Limits())
     documents = pl.DataFrame({"doc_id": ["d1"], "partition": ["p"], "kind": ["pdf"], "title": ["Crane study"],
@@ -63,5 +64,5 @@ def test_pdf_chunks_are_embedded_and_searched_with_their_section(tmp_path: Path,
     records = documents.with_columns(pl.lit("json").alias("kind"))
     plain = chunk_texts(chunks, records)  # records and transcripts have no sections
     assert plain[texts.index(third)].startswith("Crane study\nThe yard crew keeps spare cables")
-    monkeypatch.setenv("MMKG_CHUNK_SECTIONS", "false")  # the setting turns them off
+    monkeypatch.delenv("MMKG_CHUNK_SECTIONS")  # the default: no sections
     assert chunk_texts(chunks, documents)[texts.index(third)].startswith("Crane study\nThe yard crew keeps")
