@@ -801,10 +801,24 @@ class Reader:
         return steps
 
 
-def _asked(text: str) -> set[str]:
-    """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015")."""
-    return {stem(w) for w in _WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH | set(
-        _DIGITS.findall(text))
+@lru_cache(maxsize=4096)
+def _asked(text: str) -> frozenset[str]:
+    """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015"); cached,
+    as every candidate of a question asks it of the same question and headers."""
+    return frozenset({stem(w) for w in _WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH
+                     | set(_DIGITS.findall(text)))  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _row_cells(text: str) -> tuple[tuple[tuple[int, str], ...], int]:
+    """A table row's cells as (offset, text) and the index of its first value cell (0: none, or no labels);
+    parsed once per row, however many of its numbers are candidates."""
+    cells, pos = [], 0
+    for part in text.split(_CELL_SEP):
+        cells.append((pos, part))
+        pos += len(part) + len(_CELL_SEP)
+    first_value = next((i for i, (_, part) in enumerate(cells) if _NUMBER.search(part.rpartition(": ")[2])), 0)
+    return tuple(cells), first_value
 
 
 def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
@@ -813,11 +827,7 @@ def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
     the text is no such row, or the span is in its labels or headers, or follows its cell's first number."""
     if _CELL_SEP not in text:
         return None
-    cells, pos = [], 0
-    for part in text.split(_CELL_SEP):
-        cells.append((pos, part))
-        pos += len(part) + len(_CELL_SEP)
-    first_value = next((i for i, (_, part) in enumerate(cells) if _NUMBER.search(part.rpartition(": ")[2])), None)
+    cells, first_value = _row_cells(text)
     if not first_value:
         return None
     for start, part in cells[first_value:]:

@@ -28,6 +28,7 @@ _VALUE = re.compile(r"^[($€£¥+-]*\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?(?:\s?[(±]\s
 _SPREAD = re.compile(r"^\(±?\d[\d,]*(?:\.\d+)?%?\)$")
 _YEAR = re.compile(r"^(?:FY)?(?:19|20)\d{2}$")
 _CURRENCY = frozenset({"$", "€", "£", "¥"})
+_OPENERS = _CURRENCY | {"(", "$("}  # tokens that join the number after them
 _CAPTION = re.compile(r"^(?:Table|TABLE|Exhibit|EXHIBIT)\s+[\dIVX]+[A-Za-z]?\b")
 LINE_TOLERANCE = 3.0  # words whose tops differ by less than this (points) are one line
 PHRASE_GAP = 4.0  # words closer than this (points) are one phrase; a wider gap starts a new cell
@@ -79,7 +80,7 @@ def _split_values(line: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
     tokens = [dict(w) for w in line]
     merged: list[dict[str, Any]] = []
     for w in tokens:  # "$" before a number and ")" or "%" after it belong to the number
-        if merged and (merged[-1]["text"] in ("$", "€", "£", "¥", "(", "$(") or w["text"] in (")", "%")) and (
+        if merged and (merged[-1]["text"] in _OPENERS or w["text"] in (")", "%")) and (
             w["x0"] - merged[-1]["x1"] < SIGN_GAP
         ):
             merged[-1] = {**merged[-1], "text": merged[-1]["text"] + w["text"], "x1": w["x1"]}
@@ -99,6 +100,11 @@ def _split_values(line: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
 def _is_value(text: str) -> bool:
     """A number cell; "2020)" (the end of a citation) is not one: its parentheses do not pair."""
     return bool(_VALUE.match(text)) and text.count("(") >= text.count(")")
+
+
+def _is_year(value: dict[str, Any]) -> bool:
+    """A value cell that is a year ("2015", "FY2015"): a column header, not an amount."""
+    return bool(_YEAR.match(value["text"].strip("$(),;")))
 
 
 def _columns(rows: list[list[dict[str, Any]]]) -> list[tuple[float, float]]:
@@ -153,7 +159,7 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
     def is_row(i: int) -> bool:
         label, vals = parsed[i]
         # "2015 2014 2013" with no label is the header line, not a row
-        return len(vals) >= MIN_COLUMNS and not (not label and all(_YEAR.match(v["text"].strip("$(),;")) for v in vals))
+        return len(vals) >= MIN_COLUMNS and not (not label and all(_is_year(v) for v in vals))
 
     tables: list[Table] = []
     i = 0
@@ -179,9 +185,7 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
         left = min(c0 for c0, _ in cols) - 20
         headers = [""] * len(cols)
         for h in range(block[0] - 1, max(block[0] - 1 - MAX_HEADER_LINES, -1), -1):
-            if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h) or any(
-                not _YEAR.match(v["text"].strip("$(),;")) for v in parsed[h][1]
-            ):
+            if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h) or not all(map(_is_year, parsed[h][1])):
                 break  # a row, or a line of amounts (a total above the table), is no header
             placed: dict[int, str] = {}
             for ph in _phrases(lines[h]):
