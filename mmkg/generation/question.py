@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from mmkg.generation.quantities import asked_decimals, asked_scale, question_years
+
 ANSWER_TYPES = ("person", "place", "organization", "date", "number", "yes_no", "choice", "list", "string")
 
 #: NER labels that can answer each type (spaCy's OntoNotes labels)
@@ -60,7 +62,8 @@ _TYPE_WORDS = {
     "number": """number amount percentage percent proportion share ratio rate total count population age height
         length size price cost value revenue income sales profit margin growth quantity score sum average weight
         distance duration volume frequency expense expenditure debt liability asset equity earnings ebitda balance
-        dividend turnover accuracy gap difference increase decrease capacity temperature speed""",
+        dividend turnover accuracy gap difference increase decrease capacity temperature speed hour minute mile
+        kilometre kilometer metre meter kilogram gram pound dollar euro""",
 }
 _TYPE_NOUNS: dict[str, str] = {word: kind for kind, words in _TYPE_WORDS.items() for word in words.split()}
 # a noun that only asks to name something: look at what it is the name of ("the name of the director")
@@ -94,9 +97,17 @@ _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
 _OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
-_ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in (?:thousands|millions|"
-                          r"billions|percentage|percent)|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
+_ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in "
+                          r"(?:thousands?|millions?|billions?|percentage|percent)"
+                          r"|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
                           re.IGNORECASE)  # fmt: skip
+# "...for Netflix?Answer in millions.": a sentence glued to the one before it (no space after its end)
+_GLUED = re.compile(r"(?<=[A-Za-z0-9]{2})([?.!])(?=[A-Z][a-z])")
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
+# a sentence that only says how to write the answer: "Answer in millions", "Round your answer to ...", "Please
+# write the answer in list format", "The answer should be formatted as ...", "Represent these two numbers as ..."
+_INSTRUCTION = re.compile(r"(?:please\s+)?(?:answer|round|write|represent|express|format|give\s+(?:the|your)\s+answer|"
+                          r"(?:the|your)\s+answer|provide\s+(?:the|your)\s+answer|note\b)", re.IGNORECASE)  # fmt: skip
 _LIST_VERBS = frozenset({"list", "enumerate", "name"})
 # contacts written to a format of their own: the answer is the string of that shape ("fax", "e-mail", "website")
 _CONTACT = {"phone": frozenset({"phone", "telephone", "fax", "tel"}), "email": frozenset({"email", "e-mail"}),
@@ -123,6 +134,10 @@ class QuestionAnalysis:
     same: bool = False  # the question asks whether things share a value
     count: bool = False  # "how many": an integer count
     unit: str = ""  # number questions: "%" when a percentage is asked for
+    scale: float | None = None  # number questions: the scale asked ("Answer in millions": 1e6), None: as written
+    decimals: int | None = None  # number questions: the decimal places asked ("round to three decimal places")
+    years: frozenset[int] = frozenset()  # the years the question names ("in FY2015")
+    instructions: str = ""  # the sentences that only say how to write the answer, left out of ``text``
     pattern: str = ""  # a contact written to a format: "phone" (also fax), "email" or "url"; "" for none
     alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
     # "death"); any of them counts as one relation word
@@ -301,7 +316,18 @@ def _title_runs(tokens: list[Any]) -> list[str]:
 def _analyze_cached(text: str, model: str) -> QuestionAnalysis:
     from mmkg.nlp import load_pipeline
 
-    return _analyze(text, load_pipeline(model)(text))
+    asked, instructions = split_instructions(text)
+    return _analyze(asked, load_pipeline(model)(asked), instructions)
+
+
+def split_instructions(text: str) -> tuple[str, str]:
+    """The question apart from the sentences after it that only say how to write the answer ("Answer in
+    millions.", "Round your answer to three decimal places.", "Please write the answer in list format."):
+    they name no thing and no relation, so they are read for the answer's form and left out of the rest."""
+    parts = _SENTENCE_END.split(text)
+    keep = [parts[0]] + [p for p in parts[1:] if not _INSTRUCTION.match(p)]
+    told = [p for p in parts[1:] if _INSTRUCTION.match(p)]
+    return " ".join(keep).strip(), " ".join(told).strip()
 
 
 def analyze(text: str, model: str | None = None) -> QuestionAnalysis:
@@ -310,10 +336,10 @@ def analyze(text: str, model: str | None = None) -> QuestionAnalysis:
         from mmkg.settings import get_settings
 
         model = get_settings().spacy_model
-    return _analyze_cached(text.strip(), model)
+    return _analyze_cached(_GLUED.sub(r"\1 ", text.strip()), model)
 
 
-def _analyze(text: str, doc: Any) -> QuestionAnalysis:
+def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     tokens = [t for t in doc if not t.is_space]
     if not tokens:
         return QuestionAnalysis(text, "string")
@@ -371,14 +397,15 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         atype = "choice" if options else "string"
     if atype not in ("choice", "yes_no") and options:
         atype = "choice"
-    if atype in ("string", "organization", "place", "person", "date") and _ASKS_NUMBER.search(text):
+    said = f"{text} {instructions}"
+    if atype in ("string", "organization", "place", "person", "date") and _ASKS_NUMBER.search(said):
         atype = "number"  # "Round your answer to two decimals", "Answer in millions", "what percentage ..."
     # "What is the fax no of ...", "the email id of ...": a contact, when nothing else typed the answer
     pattern = next((kind for kind, words in _CONTACT.items() if words & set(lower)), "")
     contact_noun = atype == "number" and not count and focus in ("number", "no")  # "the telephone *number*"
     pattern = pattern if atype in ("string", "person", "organization", "place") or contact_noun else ""
     atype = "string" if pattern else atype
-    if atype == "number" and ("percentage" in lower or "percent" in lower or "%" in text):
+    if atype == "number" and ("percentage" in lower or "percent" in lower or "%" in said):
         unit = "%"
 
     # comparison: ordering word and direction (for choices and yes/no questions), "same"
@@ -445,7 +472,9 @@ def _analyze(text: str, doc: Any) -> QuestionAnalysis:
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
         alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
-        same=same, count=count, unit=unit, bridge=bridge, hops=hops, bridge_kind=kind, pattern=pattern,
+        same=same, count=count, unit=unit, scale=asked_scale(said) if atype == "number" else None,
+        decimals=asked_decimals(said) if atype == "number" else None, years=question_years(text), bridge=bridge,
+        hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions,
     )  # fmt: skip
 
 

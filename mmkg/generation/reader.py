@@ -40,10 +40,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
+from pathlib import PurePath
 from typing import Any
+
+from rapidfuzz import process
+from rapidfuzz.distance import Levenshtein
 
 from mmkg.generation.base import Evidence
 from mmkg.generation.extractive import STOPWORDS
+from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import NATIONALITY_NOUNS, QuestionAnalysis, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
@@ -96,6 +101,14 @@ _MONTH_NAMES = "january february march april may june july august september octo
 _MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
 _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
 _DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
+_MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
+                         re.IGNORECASE)  # fmt: skip
+_NEXT_MONTH = re.compile(r"^(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
+_NUMERIC = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+                      r"fifty|hundred|dozen)\b", re.IGNORECASE)  # fmt: skip
+# nouns of a document's parts: "Page 5", "Figure 1" say where to look, and a page's number is rarely its text
+_PART_NOUNS = frozenset({"page", "pages", "figure", "fig", "table", "slide", "section", "chapter", "appendix", "part"})
+OTHER_YEAR = 0.5  # a number's score when the sentence or table states it for a year the question does not name
 _TYPED_LABELS = frozenset({"PERSON", "DATE", "TIME", "GPE", "LOC", "NORP", "CARDINAL", "PERCENT", "MONEY", "QUANTITY",
                            "ORDINAL"})  # fmt: skip
 
@@ -173,6 +186,7 @@ class _Sentence:
     about: float = 0.0
     pre: float = 0.0
     ents: tuple[tuple[str, str, int, int], ...] | None = None  # the build's entity spans here; None: run NER
+    scale: float | None = None  # the scale its chunk's statement note gives bare numbers ("(in thousands)")
 
 
 def normalize(text: str) -> str:
@@ -312,6 +326,7 @@ class Reader:
         for rank, ev in enumerate(chunks):
             scored = {t.strip()[:60]: s for t, s in ev.sentences}
             finder = _mention_finder(ev.mentions) if ev.mentions is not None else None
+            note = scale_note(ev.text)
             pos = 0
             mine: list[_Sentence] = []
             for part in split_sentences(ev.text):
@@ -321,7 +336,8 @@ class Reader:
                 off = ev.text.find(part, pos)
                 pos = off + len(part) if off >= 0 else pos
                 s = _Sentence(part, ev.label, rank, ev.chunk_id, ev.title, off, float(scored.get(part[:60], 0.0)),
-                              ents=_find_mentions(finder, part) if ev.mentions is not None else None)  # fmt: skip
+                              ents=_find_mentions(finder, part) if ev.mentions is not None else None,
+                              scale=note)  # fmt: skip
                 words = _stems(part)
                 overlap = len(words & wanted) / len(wanted) if wanted else 0.0
                 s.about = 1.0 if any(_contains(part, e) or _contains(ev.title, e) for e in q.entities) else 0.0
@@ -356,11 +372,15 @@ class Reader:
         if value_type == "number":
             covered: set[int] = set()
             for text, label, a, b in ents:
-                if label in labels:
+                if label in ("DATE", "TIME") and (_MONTH.search(text) or _YEAR.search(text) or ":" in text):
+                    covered |= set(range(a, b))  # "December 31, 2017", "10:30": a day or an hour is no quantity
+                elif label in labels and len(_NUMBER.findall(text)) < 2:  # "$ 650,788 $ 472,321": one per value
                     spans.append((text, label, a, b))
                     covered |= set(range(a, b))
+            spans = [sp for sp in spans if _NUMERIC.search(sp[0])]  # "millions", "thousands": no value
             for m in _NUMBER.finditer(s.text):
-                if m.start() not in covered and not _YEAR.fullmatch(m.group(0)):
+                if (m.start() not in covered and not _YEAR.fullmatch(m.group(0))
+                        and not _MONTH_NEXT.search(s.text[: m.start()]) and not _NEXT_MONTH.match(s.text[m.end() :])):
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
         elif labels:
             spans = [e for e in ents if e[1] in labels]
@@ -422,8 +442,12 @@ class Reader:
             tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.prev)] + [
                 (pos + shift, t) for pos, t in tokens]
             a, b = a + shift, b + shift
-        dist = min((abs(pos - a) if pos < a else abs(pos - b) for pos, t in tokens
-                    if (t in rel or t in kin) and not a <= pos < b), default=None)  # fmt: skip
+        ra, rb = a, b
+        run = run_of(s.text, a - shift, b - shift) if continues else run_of(s.text, a, b)
+        if run is not None:  # "... was $4.9 billion, $6.4 billion, and $8.8 billion for 2015, 2016, and 2017"
+            ra, rb = (run[0] + shift, run[1] + shift) if continues else run
+        dist = min((abs(pos - ra) if pos < ra else abs(pos - rb) for pos, t in tokens
+                    if (t in rel or t in kin) and not ra <= pos < rb), default=None)  # fmt: skip
         near = 1.0 / (1.0 + dist / 15.0) if dist is not None else 0.0
         relevance = max(s.pre, carry * s.prev_pre) if continues else s.pre
         about = s.about or (PREVIOUS_DISCOUNT if any(_contains(s.prev, e) or _contains(s.next, e)
@@ -490,9 +514,14 @@ class Reader:
                 if row and table_cell(s.text, a, b) is None:
                     continue  # a number in a row's labels or a column header ("2015:") is no cell's value
                 f = self._features(q, s, a, b, bridges, relations)
+                if value_type == "number" and not row and crowded(s.text):
+                    f["near"] = min(f["near"], TABLE_UNLABELLED)  # a table as page text: nearness says nothing
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
                     f["inner"] = _inner_place(s.text, a, b)
                 score = sum(self.weights[k] * v for k, v in f.items())
+                if value_type == "number" and q.years and _other_year(s.text, a, b, q.years):
+                    score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
+                    f = {**f, "other_year": 1.0}
                 if value_type == "place" and label == "ORG":
                     score *= ORG_AS_PLACE  # an institution answers "where" less often than a place does
                 key = normalize(text)
@@ -532,6 +561,13 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
+            # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
+            files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
+            absent = absent_names(q, sentences, files)
+            if absent:  # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
+                ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
+                ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
+                             f"(best guess {ans.guess!r})"
         if not ans.abstained and ans.method == "span" and ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
@@ -654,7 +690,8 @@ class Reader:
         top = cands[0]
         text = top.text
         if vtype == "number":
-            text = _clean_number(text, q)
+            text = _clean_number(text, q, top, next((x.scale for x in sentences if x.label == top.evidence
+                                                      and x.text == top.sentence), None))  # fmt: skip
         elif vtype in ("person", "organization", "place"):
             text = _full_name(text, sentences)
         conf = self._confidence(cands)
@@ -844,6 +881,45 @@ def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
     return None
 
 
+def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
+    """The words of the question's names that no evidence sentence or title (nor ``also``: the documents' file
+    names) holds, even misspelt by a letter or two ("Neflix" for Netflix): a capitalized word, or the digits of a
+    word that holds some ("2022" of "FY2022"). The numbers of a document's parts ("Page 5", "Figure 1") are
+    where to look, not what is named."""
+    words: dict[str, str] = {}
+    for name in q.entities:
+        for w in _WORD.findall(name):
+            if w.lower() in STOPWORDS or w.lower() in _PART_NOUNS or len(w) < 2:
+                continue
+            if any(ch.isdigit() for ch in w):
+                digits = "".join(re.findall(r"\d+", w))
+                # "FY2022", "P-26" and a year the question names; not "2" or "65+"
+                if (len(digits) >= 2 and not re.fullmatch(r"[\d,.%+]+", w)) or _YEAR.fullmatch(w):
+                    words.setdefault(w, w)
+            elif w[:1].isupper() and len(w) > 2:
+                words.setdefault(w, w)
+    if not words:
+        return []
+    text = " ".join(f"{s.title} {s.text}" for s in sentences) + " " + also
+    vocab = {t.lower() for t in re.findall(r"[^\W_]+", text)}
+    out = []
+    for w in words:
+        if any(ch.isdigit() for ch in w):
+            digits = re.findall(r"\d+", w)
+            if all(d in text for d in digits):
+                continue
+        else:
+            low = w.lower()
+            if low in vocab or stem(low) in {stem(v) for v in vocab if v[:2] == low[:2]}:
+                continue
+            limit = 1 if len(low) < 8 else 2
+            if len(low) >= 5 and process.extractOne(low, vocab, scorer=Levenshtein.distance,
+                                                    score_cutoff=limit) is not None:  # fmt: skip
+                continue
+        out.append(w)
+    return out
+
+
 def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     """The words a span inside a life-span parenthesis stands for: ("born", "birth") before the dash,
     ("died", "death") after it; () elsewhere."""
@@ -924,12 +1000,32 @@ def _same_place(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b[:4]) or b.startswith(a[:4]))
 
 
-def _clean_number(text: str, q: QuestionAnalysis) -> str:
-    """A number as an answer: no thousands commas or currency sign; a percentage keeps its % when one is asked."""
+def _clean_number(text: str, q: QuestionAnalysis, c: Candidate | None = None, note: float | None = None) -> str:
+    """A number as an answer: no thousands commas or currency sign; a percentage keeps its % when one is asked;
+    at the scale and precision the question asks (``mmkg.generation.quantities``), the candidate's own scale
+    read from its scale word ("$3.0 billion") or its chunk's statement ``note``."""
     m = _NUMBER.search(text)
     if not m:
         return text
     num = m.group(0).replace(",", "").replace("$", "")
     if q.count:
-        num = num.rstrip("%")
+        return num.rstrip("%")
+    if (q.scale is not None or q.decimals is not None) and not num.endswith("%"):
+        stated = stated_scale(text, m.end()) or (stated_scale(c.sentence, c.end, note) if c is not None else note)
+        value = _number_value(num)
+        if value is not None:
+            return as_asked(value, stated, q.scale, q.decimals)
     return num
+
+
+def _other_year(text: str, a: int, b: int, years: frozenset[int]) -> bool:
+    """Whether the number at ``text[a:b]`` is stated for a year the question does not name: paired with one by
+    a "respectively" run, or in a table column headed by other years."""
+    year = year_of(text, a, b)
+    if year is not None:
+        return year not in years
+    cell = table_cell(text, a, b)
+    if cell is not None:
+        heads = {int(y) for y in _YEAR.findall(cell[2])}
+        return bool(heads) and not heads & years
+    return False

@@ -1,0 +1,150 @@
+"""Quantities as an answer reads them: the scale a number is written in, the scale and precision the question
+asks for, and which year a number of a "respectively" sentence is stated for.
+
+- **Scale**: "$3.0 billion" is 3.0e9; a bare number in a statement noted "(in thousands, except per share
+  data)" is in thousands. A question that says "Answer in millions" gets the value in millions, whatever
+  scale the evidence wrote it in ("$253.3 million" -> 253.3, "253,300" in thousands -> 253.3).
+- **Precision**: "Round your answer to three decimal places" rounds the answer.
+- **Years stated together**: "As of December 31, 2016 and 2017, our liabilities ... was $2.4 billion and
+  $3.0 billion" and "$4.9 billion, $6.4 billion, and $8.8 billion for 2015, 2016, and 2017" pair the n-th
+  value of a coordinated run with the n-th year of a run of the same length; a question about 2017 then reads
+  the 2017 value, not its neighbour.
+
+Hand-written: these are the few conventions of financial and statistical prose (scale words, statement notes,
+coordinated runs) over text the reader already holds; no maintained library reads them from prose.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+SCALES = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "mn": 1e6, "billion": 1e9,
+          "billions": 1e9, "bn": 1e9, "trillion": 1e12, "trillions": 1e12}  # fmt: skip
+_SCALE_WORD = r"(thousands?|millions?|billions?|trillions?)"
+# "Answer in millions", "answer in billion", "(in thousands)", "expressed in millions of dollars"
+_ASKED_SCALE = re.compile(
+    r"\b(?:answer|express|expressed|give|report|round)\w*\s+(?:it\s+|the\s+\w+\s+)?in\s+" + _SCALE_WORD
+    + r"|\(\s*in\s+" + _SCALE_WORD + r"\s*\)|\bin\s+" + _SCALE_WORD + r"\s+of\s+(?:dollars|usd|euros)",
+    re.IGNORECASE,
+)  # fmt: skip
+_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_DECIMALS = re.compile(r"\b(one|two|three|four|five|six|\d)\s+decimals?(?:\s+places?|\s+points?)?\b", re.IGNORECASE)
+# the scale word written after a number: "$3.0 billion", "714.3 million", "$2bn"
+_SCALE_AFTER = re.compile(r"^\s*(thousands?|millions?|billions?|trillions?|bn|mn)\b", re.IGNORECASE)
+# a statement's note on the scale of its bare numbers: "(in thousands, except per share data)", "in millions"
+_NOTE = re.compile(r"\(\s*(?:[$€£]\s*|amounts\s+|dollars\s+)?in\s+" + _SCALE_WORD + r"\b|\bin\s+" + _SCALE_WORD
+                   + r",\s+except\b", re.IGNORECASE)  # fmt: skip
+_YEAR = r"(?:19|20)\d{2}"
+# a coordinated run of years: "2016 and 2017", "2015, 2016, and 2017"
+_YEAR_RUN = re.compile(rf"\b{_YEAR}(?:\s*,\s*(?:and\s+)?{_YEAR})*\s*,?\s*(?:and|&)\s+{_YEAR}\b")
+# one value: "$2.4 billion", "38%", "650,788", "$ 1.0 billion"
+_VALUE = r"[-+]?[$€£]?\s?\d[\d,]*(?:\.\d+)?\s?%?(?:\s+(?:thousand|million|billion|trillion))?"
+_VALUE_RUN = re.compile(rf"(?<![\w.,-]){_VALUE}(?:\s*,\s*(?:and\s+)?{_VALUE})*\s*,?\s*(?:and|&)\s+{_VALUE}(?![\w-])")
+_ONE_VALUE = re.compile(rf"(?<![\w.,-]){_VALUE}(?![\w-])")
+_ANY_YEAR = re.compile(r"1\d{3}|20\d{2}")
+_LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
+
+
+def asked_scale(question: str) -> float | None:
+    """The scale the question asks its answer in ("Answer in millions" -> 1e6), or None."""
+    m = _ASKED_SCALE.search(question)
+    if m is None:
+        return None
+    word = next(g for g in m.groups() if g)
+    return SCALES[word.lower()]
+
+
+def asked_decimals(question: str) -> int | None:
+    """The decimal places the question asks its answer rounded to ("round ... to three decimal places"), or None."""
+    m = _DECIMALS.search(question)
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    return _NUMBER_WORDS.get(word, int(word) if word.isdigit() else 0)
+
+
+def stated_scale(text: str, end: int, note: float | None = None) -> float | None:
+    """The scale of the number that ends at ``end`` in ``text``: the scale word after it ("$3.0 billion"),
+    else ``note`` (the statement's "(in thousands)" note), else None (a plain number)."""
+    m = _SCALE_AFTER.match(text[end:])
+    if m is not None:
+        return SCALES[m.group(1).lower()]
+    return note
+
+
+@lru_cache(maxsize=4096)
+def scale_note(text: str) -> float | None:
+    """The scale a statement's note gives its bare numbers ("(in thousands, except per share data)"), or None;
+    two different notes in one text leave it unknown."""
+    found = {SCALES[next(g for g in m.groups() if g).lower()] for m in _NOTE.finditer(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def as_asked(value: float, stated: float | None, asked: float | None, decimals: int | None) -> str:
+    """``value`` (written at scale ``stated``) as the question asks it: at scale ``asked`` and rounded to
+    ``decimals`` places; a value whose own scale is unknown is taken as written."""
+    if asked is not None and stated is not None:
+        value = value * stated / asked
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text not in ("-0", "") else "0"
+
+
+@lru_cache(maxsize=4096)
+def years_stated(text: str) -> tuple[tuple[int, int, int, int, int], ...]:
+    """(start, end, year, run start, run end) for each value of a coordinated run that a run of as many years
+    pairs with a year.
+
+    "As of December 31, 2016 and 2017, ... was $2.4 billion and $3.0 billion" pairs $2.4 billion with 2016 and
+    $3.0 billion with 2017; so does "$4.9 billion, $6.4 billion, and $8.8 billion for 2015, 2016, and 2017".
+    Only runs of equal length pair, and only when the sentence holds one run of years of that length."""
+    years = [[int(y) for y in re.findall(_YEAR, m.group(0))] for m in _YEAR_RUN.finditer(text)]
+    spans = [(m.start(), m.end()) for m in _YEAR_RUN.finditer(text)]
+    out: list[tuple[int, int, int, int, int]] = []
+    for run in _VALUE_RUN.finditer(text):
+        if any(a <= run.start() < b for a, b in spans):
+            continue  # the run of years itself
+        values = [(run.start() + v.start(), run.start() + v.end()) for v in _ONE_VALUE.finditer(run.group(0))]
+        same = [ys for ys in years if len(ys) == len(values)]
+        if len(same) != 1:
+            continue
+        for (a, b), year in zip(values, same[0], strict=True):
+            out.append((a, b, year, run.start(), run.end()))
+    return tuple(out)
+
+
+def year_of(text: str, a: int, b: int) -> int | None:
+    """The year a "respectively" sentence states the value at ``text[a:b]`` for, or None."""
+    for start, end, year, _, _ in years_stated(text):
+        if start <= a < end or a <= start < b:
+            return year
+    return None
+
+
+def run_of(text: str, a: int, b: int) -> tuple[int, int] | None:
+    """The span of the coordinated run of values paired with years that holds ``text[a:b]``, or None: what
+    the sentence says of the run ("Depreciation expense ... was") it says of each of its values."""
+    for start, end, _, run_start, run_end in years_stated(text):
+        if start <= a < end or a <= start < b:
+            return run_start, run_end
+    return None
+
+
+@lru_cache(maxsize=4096)
+def crowded(text: str) -> bool:
+    """Whether a text is a table as page text ("Gross ... 2016 2017 $ 29,114 $ 23,718 ..."): six numbers or more
+    (years aside), and as many as its words or more, or three lines or more that end in a number. Which words a number there
+    belongs to, its position does not say (``mmkg.ingest.pdf_tables`` writes such tables' rows with labels)."""
+    numbers = sum(1 for v in _ONE_VALUE.findall(text) if not _ANY_YEAR.fullmatch(v.strip()))  # years: dates
+    if numbers < 6:
+        return False
+    rows = sum(1 for line in text.splitlines() if _LINE_END.search(line))
+    words = sum(1 for w in text.split() if any(ch.isalpha() for ch in w))
+    return numbers >= words or rows >= 3
+
+
+def question_years(question: str) -> frozenset[int]:
+    """The years a question names ("in FY2015", "from 2014 to 2015")."""
+    return frozenset(int(y) for y in re.findall(rf"(?<!\d){_YEAR}(?!\d)", question))

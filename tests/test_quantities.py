@@ -1,0 +1,128 @@
+"""Quantities as the reader reads them: scale words and statement notes, the scale and precision a question
+asks, values stated for several years at once; and the reader's answers from them on real spaCy parses.
+
+The texts are written for these tests in the manner of annual reports (a ferry operator's); none is a
+benchmark document.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mmkg.generation.quantities import (
+    as_asked,
+    asked_decimals,
+    asked_scale,
+    crowded,
+    question_years,
+    scale_note,
+    stated_scale,
+    year_of,
+)
+from mmkg.generation.question import analyze, split_instructions
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from test_reader import _evidence
+
+
+@pytest.mark.parametrize(
+    ("question", "scale", "decimals"),
+    [
+        ("What was fuel expense in 2019? Answer in millions.", 1e6, None),
+        ("What was fuel expense in 2019? Answer in billion", 1e9, None),
+        ("What is the fuel to revenue ratio? Round your answer to three decimal places.", None, 3),
+        ("What is the margin? Answer in percentage term, round to one decimal place.", None, 1),
+        ("What were ticket sales (in thousands)?", 1e3, None),
+        ("How many ferries sailed in 2019?", None, None),
+    ],
+)
+def test_the_scale_and_precision_a_question_asks(question: str, scale: float | None, decimals: int | None):
+    assert asked_scale(question) == scale
+    assert asked_decimals(question) == decimals
+
+
+def test_scale_words_and_statement_notes():
+    text = "Fuel expense was $3.2 billion. Tickets 4,512"
+    assert stated_scale(text, text.index("3.2") + 3) == 1e9
+    assert stated_scale(text, len(text)) is None
+    assert stated_scale(text, len(text), note=1e3) == 1e3
+    assert scale_note("CONSOLIDATED STATEMENTS (in thousands, except per share data) Revenues 4,512") == 1e3
+    assert scale_note("Property and equipment consisted of the following (in millions):") == 1e6
+    assert scale_note("(in thousands) ... (in millions)") is None  # two notes: unknown
+    assert as_asked(3.2, 1e9, 1e6, None) == "3200"
+    assert as_asked(650788, 1e3, 1e3, 2) == "650788.00"
+    assert as_asked(0.10498, None, None, 3) == "0.105"
+    assert as_asked(12.0, None, 1e6, None) == "12"  # a value whose own scale is unknown is taken as written
+
+
+def test_values_stated_for_several_years_pair_with_their_year():
+    text = "As of December 31, 2018 and 2019, our liabilities for unused tickets were $2.4 million and $3.1 million."
+    assert year_of(text, text.index("$2.4"), text.index("$2.4") + 4) == 2018
+    assert year_of(text, text.index("$3.1"), text.index("$3.1") + 4) == 2019
+    text = "Fuel expense was $4.9 million, $6.4 million, and $8.8 million for 2017, 2018, and 2019."
+    assert [year_of(text, text.index(v), text.index(v) + 4) for v in ("$4.9", "$6.4", "$8.8")] == [2017, 2018, 2019]
+    # runs of different lengths do not pair
+    text = "Fuel expense was $4.9 million and $6.4 million for 2017, 2018, and 2019."
+    assert year_of(text, text.index("$4.9"), text.index("$4.9") + 4) is None
+    assert question_years("What was fuel expense in FY2019?") == {2019}
+
+
+def test_a_table_as_page_text_is_crowded_and_prose_is_not():
+    table = "Ferries 12 14\nCrew 310 352\nRoutes 8 9\nPorts 5 6"
+    assert crowded(table)
+    assert not crowded("The line ran 12 ferries in 2018 and 14 in 2019, with 310 and 352 crew on 8 and 9 routes.")
+    # a list of years (a reign's periods) is dates, not a table
+    assert not crowded("He was King in the periods of 1707–11, 1712–13, 1713–16, and 1719–1720.")
+
+
+def test_instructions_are_read_for_the_form_and_left_out_of_the_question():
+    asked, told = split_instructions("What was fuel expense in 2019? Answer in millions. Round to one decimal place.")
+    assert asked == "What was fuel expense in 2019?" and told.startswith("Answer in millions")
+    q = analyze("What was fuel expense of Nordline in FY2019?Answer in millions.")  # no space after the "?"
+    assert q.answer_type == "number" and q.scale == 1e6 and q.years == {2019}
+    assert "Answer" not in " ".join(q.entities) and "answer" not in q.relation_words
+    assert split_instructions("List the ports. Write the answer as a list.")[0] == "List the ports."
+
+
+REPORT = (
+    "Nordline operates ferries between the islands. Fuel expense was $41.2 million, $44.9 million and $52.6 "
+    "million for the years ended December 31, 2017, 2018 and 2019. As of December 31, 2018 and 2019, our "
+    "liabilities for unused tickets were $2.4 billion and $3.1 billion.",
+    "CONSOLIDATED STATEMENTS OF OPERATIONS (in thousands, except per share data)\n"
+    "Harbour fees | 2019: 18,330 | 2018: 17,902",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What was Nordline's fuel expense in 2018? Answer in millions.", "44.9"),
+        ("What was the fuel expense in FY2019? Answer in thousands.", "52600"),
+        ("What amount were liabilities for unused tickets in 2019? Answer in billion.", "3.1"),
+        ("What were harbour fees in 2019? Answer in thousands.", "18330"),
+        ("What were harbour fees in 2019? Answer in millions.", "18.33"),
+    ],
+)
+def test_the_reader_reads_the_year_asked_at_the_scale_asked(question: str, expected: str):
+    ans = Reader(min_confidence=0.0).read(analyze(question), None, _evidence(*REPORT))
+    assert ans.text == expected, ans.candidates[:4]
+
+
+def test_the_day_of_a_date_is_no_quantity():
+    ev = _evidence("As of December 31, 2019, the harbour fund held $12.5 million.")
+    ans = Reader(min_confidence=0.0).read(analyze("How much did the harbour fund hold? Answer in millions."), None, ev)
+    assert ans.text == "12.5" and all(c.text != "31" for c in ans.candidates)
+
+
+def test_a_question_naming_what_no_evidence_mentions_is_declined():
+    ev = _evidence(*REPORT)
+    reader = Reader(min_confidence=0.0)
+    # a name the evidence never holds, a year it never states
+    for question in ("What was Sealink's fuel expense in 2018? Answer in millions.",
+                     "What was Nordline's fuel expense in 2022? Answer in millions."):  # fmt: skip
+        ans = reader.read(analyze(question), None, ev)
+        assert ans.text == NOT_ANSWERABLE and ans.abstained and "no evidence mentions" in ans.reason, ans
+    # a name misspelt by a letter is still the name; the document's file name names its subject
+    assert reader.read(analyze("What was Nordlne's fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
+    ev = [*(_evidence(*REPORT))]
+    ev = [type(e)(**{**e.__dict__, "source_path": "docs/SEAWAYS_2019_10K.pdf"}) for e in ev]
+    assert reader.read(analyze("What was Seaways' fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
