@@ -135,8 +135,9 @@ def run_of(text: str, a: int, b: int) -> tuple[int, int] | None:
 @lru_cache(maxsize=4096)
 def crowded(text: str) -> bool:
     """Whether a text is a table as page text ("Gross ... 2016 2017 $ 29,114 $ 23,718 ..."): six numbers or more
-    (years aside), and as many as its words or more, or three lines or more that end in a number. Which words a number there
-    belongs to, its position does not say (``mmkg.ingest.pdf_tables`` writes such tables' rows with labels)."""
+    (years aside), and as many as its words or more, or three lines or more that end in a number. Which words a
+    number there belongs to, its position does not say (``mmkg.ingest.pdf_tables`` writes such tables' rows with
+    their labels)."""
     numbers = sum(1 for v in _ONE_VALUE.findall(text) if not _ANY_YEAR.fullmatch(v.strip()))  # years: dates
     if numbers < 6:
         return False
