@@ -108,6 +108,7 @@ _NUMERIC = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten
                       r"fifty|hundred|dozen)\b", re.IGNORECASE)  # fmt: skip
 # nouns of a document's parts: "Page 5", "Figure 1" say where to look, and a page's number is rarely its text
 _PART_NOUNS = frozenset({"page", "pages", "figure", "fig", "table", "slide", "section", "chapter", "appendix", "part"})
+_NAME_WORD = re.compile(r"[^\W_]+(?:-\d+)?")  # "Jane's" -> Jane, s; "Age-Old" -> Age, Old; "P-26" and "GPT-4" whole
 OTHER_YEAR = 0.5  # a number's score when the sentence or table states it for a year the question does not name
 _TYPED_LABELS = frozenset({"PERSON", "DATE", "TIME", "GPE", "LOC", "NORP", "CARDINAL", "PERCENT", "MONEY", "QUANTITY",
                            "ORDINAL"})  # fmt: skip
@@ -888,7 +889,7 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
     where to look, not what is named."""
     words: dict[str, str] = {}
     for name in q.entities:
-        for w in _WORD.findall(name):
+        for w in _NAME_WORD.findall(name):
             if w.lower() in STOPWORDS or w.lower() in _PART_NOUNS or len(w) < 2:
                 continue
             if any(ch.isdigit() for ch in w):
@@ -901,7 +902,7 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
     if not words:
         return []
     text = " ".join(f"{s.title} {s.text}" for s in sentences) + " " + also
-    vocab = {t.lower() for t in re.findall(r"[^\W_]+", text)}
+    vocab = {t.lower() for t in _NAME_WORD.findall(text)}
     out = []
     for w in words:
         if any(ch.isdigit() for ch in w):
