@@ -8,7 +8,9 @@ benchmark document.
 from __future__ import annotations
 
 import pytest
+from test_reader import _evidence
 
+from mmkg.generation.arithmetic import Operation, combine, operation
 from mmkg.generation.quantities import (
     as_asked,
     asked_decimals,
@@ -21,7 +23,6 @@ from mmkg.generation.quantities import (
 )
 from mmkg.generation.question import analyze, split_instructions
 from mmkg.generation.reader import NOT_ANSWERABLE, Reader
-from test_reader import _evidence
 
 
 @pytest.mark.parametrize(
@@ -126,3 +127,79 @@ def test_a_question_naming_what_no_evidence_mentions_is_declined():
     ev = [*(_evidence(*REPORT))]
     ev = [type(e)(**{**e.__dict__, "source_path": "docs/SEAWAYS_2019_10K.pdf"}) for e in ev]
     assert reader.read(analyze("What was Seaways' fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
+
+
+@pytest.mark.parametrize(
+    ("question", "kind", "first", "second"),
+    [
+        ("How much higher is the punctuality of Nordline compared to Sealink in 2019?", "difference",
+         "What is the punctuality of Nordline in 2019?", "What is the punctuality of Sealink in 2019?"),
+        ("How much lower is the punctuality of Nordline in 2018 than in 2019?", "difference",
+         "What is the punctuality of Nordline in 2018?", "What is the punctuality of Nordline in 2019?"),
+        ("What is the gap between the share of ferries on time and the share of ferries cancelled?", "difference",
+         "What is the share of ferries on time?", "What is the share of ferries cancelled?"),
+        ("What is the total share of `Day trips` and `Freight` on the Baltic routes?", "sum",
+         "What is the share of `Day trips` on the Baltic routes?",
+         "What is the share of `Freight` on the Baltic routes?"),
+        ("In the 2019 report, what is the sum of the punctuality of Nordline and Sealink?", "sum",
+         "In the 2019 report, what is the punctuality of Nordline?",
+         "In the 2019 report, what is the punctuality of Sealink?"),
+        ("What is the percentage change of fuel expense from 2018 to 2019?", "change",
+         "What is fuel expense in 2018?", "What is fuel expense in 2019?"),
+    ],
+)  # fmt: skip
+def test_arithmetic_questions_are_rewritten_as_the_two_value_questions(question, kind, first, second):
+    op = operation(question)
+    assert op is not None and op.kind == kind, op
+    assert op.questions == (first, second)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which ferry sailed first, Nordline or Sealink?", "What is the total fuel expense in 2019?",
+     "How much fuel did Nordline burn in 2019?", "What is the total long-term lease obligation for ships and ports?"],
+)  # fmt: skip
+def test_other_questions_ask_for_no_arithmetic(question):
+    assert operation(question) is None
+
+
+def test_combine():
+    diff, total, change = (Operation("difference", ("a", "b")), Operation("sum", ("a", "b")),
+                           Operation("change", ("a", "b"), percent_change=True))  # fmt: skip
+    assert combine(diff, (57.4, 41.5)) == pytest.approx(15.9)
+    assert combine(diff, (41.5, 57.4)) == pytest.approx(15.9)  # "how much lower" is the same gap
+    assert combine(total, (50.0, 12.0)) == 62.0
+    assert combine(change, (44.9, 52.6)) == pytest.approx(17.149, abs=1e-3)
+    assert combine(change, (0.0, 52.6)) is None
+
+
+PUNCTUALITY = (
+    "Table 3: Ferry punctuality by operator | Nordline | 2019: 91.5% | 2018: 88.0%\n\n"
+    "Table 3: Ferry punctuality by operator | Nordline Express | 2019: 95.0% | 2018: 93.1%\n\n"
+    "Table 3: Ferry punctuality by operator | Sealink | 2019: 84.2% | 2018: 86.1%",
+    "Fuel expense was $41.2 million, $44.9 million and $52.6 million for the years ended December 31, 2017, 2018 "
+    "and 2019.",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("How much higher is the punctuality rate of Nordline compared to Sealink in 2019?", "7.3%"),
+        ("How much lower was the punctuality rate of Sealink in 2019 compared to Nordline Express?", "10.8%"),
+        ("What is the percentage change of fuel expense from 2018 to 2019?", "17.15%"),
+        ("What is the percentage change of fuel expense from 2018 to 2019? Round your answer to one decimal place.",
+         "17.1%"),
+    ],
+)  # fmt: skip
+def test_the_reader_computes_from_the_two_values_it_reads(question: str, expected: str):
+    ans = Reader(min_confidence=0.0).read(analyze(question), None, _evidence(*PUNCTUALITY))
+    assert ans.method == "arithmetic" and ans.text == expected, (ans.text, ans.reason)
+    assert len(ans.support) == 2 and all(sp.start >= 0 for sp in ans.support)
+    assert "read from the evidence" in ans.reason
+
+
+def test_a_row_whose_label_the_question_asks_whole_beats_a_longer_one():
+    ans = Reader(min_confidence=0.0).read(analyze("What was the punctuality rate of Nordline in 2019?"), None,
+                                          _evidence(*PUNCTUALITY))  # fmt: skip
+    assert ans.text == "91.5%", ans.candidates[:3]

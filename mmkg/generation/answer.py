@@ -222,17 +222,19 @@ def _gather(index: Any, question: str, image: Path | None, k: int, strategy: str
     things = analysis.options or (analysis.entities[:2] if analysis.answer_type == "yes_no" and analysis.same else ())
     if per_option >= 1 and not things and analysis.bridge and analysis.hops == 2:
         return _second_hop(index, result, analysis, per_option, strategy, filters, params)
-    if not things or per_option < 1:
+    # a difference, sum or change of two values: each value's own question retrieves its evidence
+    queries = list(analysis.arithmetic.questions) if analysis.arithmetic is not None and not things else []
+    if (not things and not queries) or per_option < 1:
         return result
     t0 = time.perf_counter()
     extra: list[list[Any]] = []
-    for thing in things:
-        query = " ".join([thing, *analysis.relation_words])
+    for query in queries or [" ".join([thing, *analysis.relation_words]) for thing in things]:
         hits = retrieval.retrieve(index, text=query, k=per_option, strategy=strategy, filters=filters, **params).chunks
         extra.append(hits)
     _merge(result, [*(h[0] for h in extra if h), *result.chunks, *(c for h in extra for c in h[1:])])
     result.timings_ms["options"] = round((time.perf_counter() - t0) * 1e3, 2)
-    result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)")
+    result.notes.append(f"each of {len(things)} options retrieved on its own ({per_option} chunks each)" if things
+                        else f"each of the {len(queries)} values retrieved on its own ({per_option} chunks each)")
     if analysis.bridge and analysis.hops == 2:  # "Which film has the director born first, A or B?"
         for thing in things:  # each option's bridge page, right after the options' own first chunks
             result = _second_hop(index, result, replace(analysis, entities=(thing,)), 1, strategy, filters, params,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from mmkg.generation.arithmetic import Operation, operation
 from mmkg.generation.quantities import asked_decimals, asked_scale, question_years
 
 ANSWER_TYPES = ("person", "place", "organization", "date", "number", "yes_no", "choice", "list", "string")
@@ -138,6 +139,7 @@ class QuestionAnalysis:
     decimals: int | None = None  # number questions: the decimal places asked ("round to three decimal places")
     years: frozenset[int] = frozenset()  # the years the question names ("in FY2015")
     instructions: str = ""  # the sentences that only say how to write the answer, left out of ``text``
+    arithmetic: Operation | None = None  # a difference, sum or change of two values the evidence states
     pattern: str = ""  # a contact written to a format: "phone" (also fax), "email" or "url"; "" for none
     alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
     # "death"); any of them counts as one relation word
@@ -400,6 +402,11 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     said = f"{text} {instructions}"
     if atype in ("string", "organization", "place", "person", "date") and _ASKS_NUMBER.search(said):
         atype = "number"  # "Round your answer to two decimals", "Answer in millions", "what percentage ..."
+    arithmetic = operation(text)
+    if arithmetic is not None and atype not in ("choice", "yes_no"):
+        atype = "number"  # "How much higher is ... compared to ...", "the total percentage of A and B"
+    else:
+        arithmetic = None
     # "What is the fax no of ...", "the email id of ...": a contact, when nothing else typed the answer
     pattern = next((kind for kind, words in _CONTACT.items() if words & set(lower)), "")
     contact_noun = atype == "number" and not count and focus in ("number", "no")  # "the telephone *number*"
@@ -474,7 +481,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
         same=same, count=count, unit=unit, scale=asked_scale(said) if atype == "number" else None,
         decimals=asked_decimals(said) if atype == "number" else None, years=question_years(text), bridge=bridge,
-        hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions,
+        hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions, arithmetic=arithmetic,
     )  # fmt: skip
 
 

@@ -46,10 +46,11 @@ from typing import Any
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
-from mmkg.generation.question import NATIONALITY_NOUNS, QuestionAnalysis, kin_words, labels_for, stem
+from mmkg.generation.question import NATIONALITY_NOUNS, QuestionAnalysis, analyze, kin_words, labels_for, stem
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
@@ -469,6 +470,10 @@ class Reader:
             # the share of the question's words that the row's own label and the column's header name (the
             # caption names the table, the same for every row)
             cover = len(asked & _asked(f"{label} {header}")) / len(asked) if asked else 0.0
+            # ... and how much of the row's label the question asks: "PaLM-2L" is the row "PaLM-2L", not the row
+            # "PaLM-2L + RAG", which holds every word asked too
+            row = _asked(label)
+            cover *= 0.5 + 0.5 * (len(row & asked) / len(row)) if row else 1.0
         features = {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about,
                     "graph": graph, "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
         if cell is not None:  # the row and the column say what the question asks: the table states the answer
@@ -549,7 +554,8 @@ class Reader:
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
         else:
-            ans = self._span(q, sentences, result)
+            ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
+                q, sentences, result)
         ans.support = [
             Support(sp.label, sp.sentence, sp.start, sp.end, offsets[(sp.label, sp.sentence)].chunk_id,
                     offsets[(sp.label, sp.sentence)].offset) if (sp.label, sp.sentence) in offsets else sp
@@ -557,7 +563,10 @@ class Reader:
         ]  # fmt: skip
         ans.path = self._path(q, ans, sentences, result)
         ans.coverage, missing = self._coverage(q, sentences)
-        if ans.method == "span" and not ans.abstained:
+        if ans.method == "arithmetic" and q.arithmetic is not None:  # "higher", "sum": the operation's own words
+            ans.coverage, missing = min((self._coverage(analyze(sq, self.model), sentences)
+                                         for sq in q.arithmetic.questions), key=lambda c: c[0])  # fmt: skip
+        if ans.method in ("span", "arithmetic") and not ans.abstained:
             # a question about something the evidence never mentions is rarely answered by it
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
@@ -569,7 +578,7 @@ class Reader:
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
                 ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
                              f"(best guess {ans.guess!r})"
-        if not ans.abstained and ans.method == "span" and ans.confidence < self.min_confidence:
+        if not ans.abstained and ans.method in ("span", "arithmetic") and ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
                           f"(best guess {ans.guess!r})")  # fmt: skip
@@ -709,6 +718,52 @@ class Reader:
         return ShortAnswer(
             text, q.answer_type, conf, method="span", support=support, candidates=list(cands[:5]),
             reason=f"the best-scored {vtype}{via} in the evidence ({why})",
+        )  # fmt: skip
+
+    def _arithmetic(self, q: QuestionAnalysis, evidence: Sequence[Evidence], result: RetrievalResult | None,
+                    ) -> ShortAnswer | None:  # fmt: skip
+        """A difference, sum or change of two values (``mmkg.generation.arithmetic``): each read as the answer to
+        its own number question, in the units its text states ("$3.0 billion", a statement "in thousands"),
+        then combined; None when either value is not read (the question is then read as one value)."""
+        op = q.arithmetic
+        assert op is not None
+        read: list[tuple[Candidate, float, float | None, bool, ShortAnswer]] = []
+        for question in op.questions:
+            sub = replace(analyze(question, self.model), answer_type="number", count=False, scale=None,
+                          decimals=None)  # fmt: skip
+            sentences = self._sentences(sub, evidence)  # what each sentence is about: this value's own names
+            one = self._span(sub, sentences, result)
+            top = next((c for c in one.candidates if _number_value(c.text) is not None), None)
+            if one.abstained or top is None:
+                return None
+            note = next((x.scale for x in sentences if x.label == top.evidence and x.text == top.sentence), None)
+            m = _NUMBER.search(top.text)
+            assert m is not None
+            stated = stated_scale(top.text, m.end()) or stated_scale(top.sentence, top.end, note)
+            value = _number_value(top.text)
+            assert value is not None
+            read.append((top, value * (stated or 1.0), stated, top.text.strip().endswith("%"), one))
+        (a, va, sa, pa, one_a), (b, vb, sb, pb, one_b) = read
+        if a.sentence == b.sentence and (a.start, a.end) == (b.start, b.end):
+            return None  # both questions read the same number: the evidence tells them apart nowhere
+        value = combine(op, (va, vb))
+        if value is None:
+            return None
+        percent = q.unit == "%" or (pa and pb) or op.percent_change
+        scale = None if op.percent_change else (q.scale or (sa if sa == sb else None))
+        if scale:
+            value /= scale
+        places = q.decimals if q.decimals is not None else (
+            2 if op.percent_change else max(_places(a.text), _places(b.text)))  # fmt: skip
+        text = f"{value:.{places}f}" + ("%" if percent and not q.count else "")
+        conf = round(min(one_a.confidence, one_b.confidence), 3)
+        sign = {"sum": "+", "difference": "-", "change": "to"}[op.kind]
+        return ShortAnswer(
+            text, q.answer_type, conf, method="arithmetic",
+            support=[Support(a.evidence, a.sentence, a.start, a.end), Support(b.evidence, b.sentence, b.start, b.end)],
+            candidates=[a, b],
+            reason=f"{op.kind} of two values read from the evidence: {a.text.strip()} [{a.evidence}] {sign} "
+                   f"{b.text.strip()} [{b.evidence}] (for {op.questions[0]!r} and {op.questions[1]!r})",
         )  # fmt: skip
 
     def _option_sentences(self, option: str, sentences: Sequence[_Sentence]) -> list[_Sentence]:
@@ -1017,6 +1072,12 @@ def _clean_number(text: str, q: QuestionAnalysis, c: Candidate | None = None, no
         if value is not None:
             return as_asked(value, stated, q.scale, q.decimals)
     return num
+
+
+def _places(text: str) -> int:
+    """The decimal places a number is written with ("57.4%" -> 1)."""
+    m = re.search(r"\.(\d+)", text)
+    return len(m.group(1)) if m else 0
 
 
 def _other_year(text: str, a: int, b: int, years: frozenset[int]) -> bool:
