@@ -33,6 +33,7 @@ from mmkg.retrieval import retrieve
         ("How many boats are in the painting?", "number", {"count": True}),
         ("What percentage of the budget went to roads?", "number", {"unit": "%"}),
         ("Which company built the ferry?", "organization", {}),
+        ("In what kind of environment should the ferry's crew rest?", "string", {"focus": "environment"}),
         ("Is the lighthouse older than the church?", "yes_no", {}),
         ("Which bridge opened first, Tower Bridge or London Bridge?", "choice",
          {"options": ("Tower Bridge", "London Bridge"), "order": "min", "value_type": "date"}),

@@ -247,7 +247,7 @@ def _noun_type(lemma: str) -> str:
     lemma = lemma.lower()
     if lemma in _TYPE_NOUNS:
         return _TYPE_NOUNS[lemma]
-    if lemma not in _NOT_AGENT and _AGENT.fullmatch(lemma):
+    if lemma not in _NOT_AGENT and not lemma.endswith("ment") and _AGENT.fullmatch(lemma):  # not "environment"
         return "person"
     return ""
 
