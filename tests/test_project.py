@@ -7,11 +7,13 @@ the corpus and the index.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,12 +131,11 @@ def _graphql(url: str, query: str) -> dict:
         return json.loads(resp.read())["data"]
 
 
-@pytest.mark.slow
-def test_ui_shows_the_runs_the_cli_made(project: Path):
-    """`mmkg ui` from a project folder: dagster dev on 127.0.0.1 with the data root's instance, loading the
-    installed pipelines (the folder has none of its own), and listing the runs `mmkg index build` made."""
+@pytest.fixture(scope="module")
+def ui(project: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
+    """`mmkg ui` started from the built project folder, with no MMKG_/DAGSTER_ variables: (url, the runs the
+    CLI made by id with their job, the server's log)."""
     import socket
-    import time
 
     from conftest import free_port, http_ok, stop_process_group, wait_until_up
     from dagster import DagsterInstance
@@ -159,32 +160,98 @@ def test_ui_shows_the_runs_the_cli_made(project: Path):
                                 stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
         wait_until_up(proc, lambda: http_ok(f"{url}/server_info"), f"mmkg ui at {url}", log, timeout=180, interval=1)
-        runs = _graphql(url, "{ runsOrError { ... on Runs { results { runId jobName } } } }")["runsOrError"]
-        assert {r["runId"]: r["jobName"] for r in runs["results"]} == made
-        # the code location is the installed pipelines.definitions, loaded from the project folder
-        query = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus locationOrLoadError { "
-        query += "__typename ... on PythonError { message } } } } } }"
-        deadline = time.monotonic() + 180
-        while True:
-            (entry,) = _graphql(url, query)["workspaceOrError"]["locationEntries"]
-            if entry["loadStatus"] == "LOADED" or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert entry["name"] == "pipelines.definitions"
-        assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry["locationOrLoadError"]
-        # each job's page lists the CLI's runs of it, and the UI loads the very job index_partition's runs ran
-        for job in ("index_partition", "publish_index"):
-            query = '{ pipelineOrError(params: {repositoryLocationName: "pipelines.definitions", repositoryName: '
-            query += f'"__repository__", pipelineName: "{job}"}}) {{ ... on Pipeline {{ pipelineSnapshotId '
-            query += "runs { runId pipelineSnapshotId } } } }"
-            pipeline = _graphql(url, query)["pipelineOrError"]
-            assert {r["runId"] for r in pipeline["runs"]} == {i for i, name in made.items() if name == job}
-            if job == "index_partition":  # publish_index's snapshot varies with the hash seed (docs/dagster.md)
-                assert {r["pipelineSnapshotId"] for r in pipeline["runs"]} == {pipeline["pipelineSnapshotId"]}
-        assert f"http://127.0.0.1:{port}" in log.read_text()
+        yield url, made, log
     finally:
         stop_process_group(proc)
     assert proc.returncode is not None
+
+
+@pytest.mark.slow
+def test_ui_shows_the_runs_the_cli_made(ui: tuple[str, dict[str, str], Path]):
+    """`mmkg ui` from a project folder: dagster dev on 127.0.0.1 with the data root's instance, loading the
+    installed pipelines (the folder has none of its own), and listing the runs `mmkg index build` made."""
+    import time
+
+    url, made, log = ui
+    runs = _graphql(url, "{ runsOrError { ... on Runs { results { runId jobName } } } }")["runsOrError"]
+    assert {r["runId"]: r["jobName"] for r in runs["results"]} == made
+    # the code location is the installed pipelines.definitions, loaded from the project folder
+    query = "{ workspaceOrError { ... on Workspace { locationEntries { name loadStatus locationOrLoadError { "
+    query += "__typename ... on PythonError { message } } } } } }"
+    deadline = time.monotonic() + 180
+    while True:
+        (entry,) = _graphql(url, query)["workspaceOrError"]["locationEntries"]
+        if entry["loadStatus"] == "LOADED" or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert entry["name"] == "pipelines.definitions"
+    assert entry["locationOrLoadError"]["__typename"] == "RepositoryLocation", entry["locationOrLoadError"]
+    # each job's page lists the CLI's runs of it, and the UI loads the very job index_partition's runs ran
+    for job in ("index_partition", "publish_index"):
+        query = '{ pipelineOrError(params: {repositoryLocationName: "pipelines.definitions", repositoryName: '
+        query += f'"__repository__", pipelineName: "{job}"}}) {{ ... on Pipeline {{ pipelineSnapshotId '
+        query += "runs { runId pipelineSnapshotId } } } }"
+        pipeline = _graphql(url, query)["pipelineOrError"]
+        assert {r["runId"] for r in pipeline["runs"]} == {i for i, name in made.items() if name == job}
+        if job == "index_partition":  # publish_index's snapshot varies with the hash seed (docs/dagster.md)
+            assert {r["pipelineSnapshotId"] for r in pipeline["runs"]} == {pipeline["pipelineSnapshotId"]}
+    assert url in log.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_ui_pages_show_the_cli_runs_in_chromium(ui: tuple[str, dict[str, str], Path]):
+    """What a data engineer sees after `mmkg index build` and `mmkg ui`, in Chromium: the build's runs on the
+    index_partition job page and on the Overview timeline, and an asset page with one row count and its columns
+    described from the declared schemas. Screenshots go to test-artifacts/ (``docs/`` keeps copies)."""
+    from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _ready
+
+    _ready()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    def dismiss(page) -> None:  # the UI's one-time "Join the Dagster community" dialog covers the page
+        with contextlib.suppress(PlaywrightTimeout):
+            page.get_by_role("button", name="Skip").click(timeout=3_000)
+
+    url, made, _ = ui
+    partition_runs = [i for i, job in made.items() if job == "index_partition"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            # the job page lists each of the build's index_partition runs (by the first 8 characters of its id)
+            page.goto(f"{url}/locations/pipelines.definitions/jobs/index_partition/runs", timeout=120_000)
+            page.get_by_text(partition_runs[0][:8]).first.wait_for(timeout=120_000)
+            dismiss(page)
+            body = page.inner_text("body")
+            page.screenshot(path=str(ARTIFACTS / "ui-job-runs.png"))
+            assert all(run_id[:8] in body for run_id in partition_runs), body[:2000]
+            # the Overview timeline draws the code location's jobs that ran: index_partition among them
+            page.goto(f"{url}/overview/activity/timeline", timeout=120_000)
+            page.get_by_text("index_partition").first.wait_for(timeout=120_000)
+            dismiss(page)
+            page.get_by_role("button", name="1hr").click()  # the build's minutes, wide enough to see
+            page.wait_for_timeout(1_000)
+            # the timeline lists only jobs that ran in its window: the location has more jobs than these
+            assert {"index_partition", "publish_index"} <= set(page.inner_text("body").split())
+            page.screenshot(path=str(ARTIFACTS / "ui-timeline.png"))
+            # an asset page: one row count, the columns described (mmkg.schemas)
+            page.goto(f"{url}/assets/chunks", timeout=120_000)
+            page.get_by_text("Columns").first.wait_for(timeout=120_000)
+            page.get_by_text("chunk_id").first.wait_for(timeout=120_000)
+            dismiss(page)
+            page.wait_for_timeout(1_000)
+            body = page.inner_text("body")
+            page.screenshot(path=str(ARTIFACTS / "ui-asset-chunks.png"), full_page=True)
+        finally:
+            browser.close()
+    from mmkg.schemas import DESCRIPTIONS
+
+    shown = [desc for desc in DESCRIPTIONS["chunks"].values() if desc in body]
+    assert len(shown) >= 3, body[:3000]  # the Columns tab, from the declared schema
+    assert "row_count\n" not in body and "\nrows\n" not in body  # one row count, Dagster's own
 
 
 def _instance_ref(project: Path):
