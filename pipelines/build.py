@@ -317,4 +317,7 @@ def build_index(
     report.index_version = published[0]
     state = {"corpus_root": str(corpus_root), "partitions": digest, "index_version": report.index_version}
     write_bytes(state_path, json.dumps(state, indent=2).encode("utf-8"))
+    from pipelines.status import cached_records
+
+    cached_records(data_root, keys)  # what `mmkg index status` reads, while Dagster is loaded here anyway
     return report

@@ -9,9 +9,12 @@ instance yet is reported as never indexed, and none is created.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from mmkg.atomic import write_bytes
 from mmkg.index.manifest import CURRENT, Manifest, current_version
 from mmkg.ingest.files import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
@@ -25,14 +28,86 @@ def _published(index_root: Path) -> dict | None:
     return {"version": version, "created_at": manifest.created_at, "partitions": sorted(manifest.partitions)}
 
 
-def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
-    """``{"partitions": [...], "published": {...} | None, "advice": str}`` for ``mmkg index status``."""
+SNAPSHOT = "mmkg_status.json"  # in the instance's home: what the status read from Dagster, and when
+
+
+def _signature(home: Path) -> list[list] | None:
+    """The state of a local SQLite instance's run and event storage (size and modification time of its
+    databases and their write-ahead logs), or None for an instance that keeps them elsewhere (Postgres): any
+    run, materialization or partition change, and a daemon's heartbeat, changes it.
+
+    The write-ahead logs count because Dagster opens the databases in WAL mode: while a UI holds them open, a
+    commit touches only the -wal file. The folders do not: opening the storage creates and removes journal
+    files in them."""
+    dbs = [home / "history" / "runs.db", home / "history" / "runs" / "index.db"]
+    files = [f.with_name(f.name + suffix) for f in dbs for suffix in ("", "-wal")]
+    if not files[0].is_file():
+        return None
+    out = []
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            out.append([f.name, None, None])
+            continue
+        out.append([f.name, st.st_mtime_ns, st.st_size])
+    return out
+
+
+def _records(data_root: Path, keys: list[str]) -> dict:
+    """What the status needs from the data root's Dagster instance, for ``keys`` and every registered
+    partition: each one's recorded fingerprint, last ingest and whether all its assets ran since; the
+    registered partitions; whether a publish is due."""
     # Dagster's records only (pipelines.records): not the asset modules, which import spaCy, torch and LanceDB
     from dagster import AssetRecordsFilter
 
     from pipelines.build import dagster_instance
-    from pipelines.records import DOCUMENTS, latest_storage_ids, publish_check, stale_partitions
+    from pipelines.records import DOCUMENTS, latest_storage_ids, publish_check, recorded_fingerprints, stale_partitions
 
+    instance = dagster_instance(data_root)
+    registered = sorted(instance.get_dynamic_partitions("corpus"))
+    covered = sorted(set(keys) | set(registered))
+    recorded = recorded_fingerprints(instance, covered)
+    # a partition whose recorded fingerprint is taken as current is stale only when incomplete
+    incomplete = [p for p, why in stale_partitions(instance, recorded).items() if why == "incomplete"]
+    last: dict[str, str] = {}
+    ids = latest_storage_ids(instance, DOCUMENTS, covered)
+    if ids:
+        records = instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=DOCUMENTS, storage_ids=list(ids.values())), limit=len(ids)
+        ).records
+        for r in records:
+            if r.asset_materialization is not None and r.asset_materialization.partition:
+                when = datetime.fromtimestamp(r.timestamp, UTC).isoformat(timespec="seconds")
+                last[r.asset_materialization.partition] = when
+    publish_needed = publish_check(instance, registered, data_root / "index").needed
+    return {"covered": covered, "indexed": sorted(ids), "recorded": recorded, "incomplete": incomplete,
+            "last_ingest": last, "publish_needed": publish_needed}  # fmt: skip
+
+
+def cached_records(data_root: Path, keys: list[str]) -> dict:
+    """``_records``, from the snapshot in the instance's home when the instance has not changed since it was
+    written (and it covers ``keys``); else read from Dagster (about 1.5 s: Dagster's import and queries) and
+    the snapshot written for the next reader."""
+    home = data_root / "dagster_home"
+    path = home / SNAPSHOT
+    signature = _signature(home)  # taken before reading: a change during the read invalidates the snapshot
+    if signature is not None:
+        try:
+            snap = json.loads(path.read_text(encoding="utf-8"))
+            if snap.get("signature") == signature and set(keys) <= set(snap["records"]["covered"]):
+                return snap["records"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # none yet, or unreadable: read Dagster
+    records = _records(data_root, keys)
+    if signature is not None:
+        with contextlib.suppress(OSError):  # a snapshot that cannot be written only costs the next reader time
+            write_bytes(path, json.dumps({"signature": signature, "records": records}, indent=1).encode("utf-8"))
+    return records
+
+
+def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
+    """``{"partitions": [...], "published": {...} | None, "advice": str}`` for ``mmkg index status``."""
     corpus_root, data_root = Path(corpus_root), Path(data_root)
     keys = list_partitions(corpus_root)
     current = {k: partition_fingerprint(corpus_root / k) for k in keys}
@@ -41,19 +116,17 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
     last: dict[str, str] = {}
     publish_needed = False
     if (data_root / "dagster_home").is_dir():
-        instance = dagster_instance(data_root)
-        stale = stale_partitions(instance, current)
-        ids = latest_storage_ids(instance, DOCUMENTS, keys)
-        if ids:
-            records = instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=DOCUMENTS, storage_ids=list(ids.values())), limit=len(ids)
-            ).records
-            for r in records:
-                if r.asset_materialization is not None and r.asset_materialization.partition:
-                    when = datetime.fromtimestamp(r.timestamp, UTC).isoformat(timespec="seconds")
-                    last[r.asset_materialization.partition] = when
-        registered = sorted(instance.get_dynamic_partitions("corpus"))
-        publish_needed = publish_check(instance, registered, data_root / "index").needed
+        rec = cached_records(data_root, keys)
+        last, publish_needed = rec["last_ingest"], rec["publish_needed"]
+        indexed, incomplete = set(rec["indexed"]), set(rec["incomplete"])
+        stale = {}
+        for k in keys:  # the order of pipelines.records.stale_partitions: never indexed, changed, incomplete
+            if k not in indexed:
+                stale[k] = "never indexed"
+            elif rec["recorded"].get(k) != current[k]:
+                stale[k] = "changed"
+            elif k in incomplete:
+                stale[k] = "incomplete"
     else:
         stale = dict.fromkeys(keys, "never indexed")
     rows = [

@@ -122,6 +122,33 @@ def test_build_edit_status_update_query_sql_export(project: Path):
     assert "up to date" in run(project, "index", "update").stdout
 
 
+def test_status_reads_its_snapshot_until_the_instance_changes(project: Path):
+    """`mmkg index status` answers from the snapshot the build left in the instance's home (no Dagster import)
+    while Dagster's run and event databases are unchanged, and reads Dagster again once they change."""
+    run(project, "index", "build")
+    home = project / ".mmkg" / "dagster_home"
+    snap = home / "mmkg_status.json"
+    assert snap.exists()  # the build leaves it
+    fast = json.loads(run(project, "index", "status", "--json").stdout)
+    assert {r["state"] for r in fast["partitions"]} == {"indexed"}
+    snap.unlink()
+    assert json.loads(run(project, "index", "status", "--json").stdout) == fast  # Dagster says the same
+    # the snapshot is what is read: a fingerprint doctored in it shows, while the instance is unchanged
+    data = json.loads(snap.read_text(encoding="utf-8"))
+    data["records"]["recorded"]["space"] = "doctored"
+    snap.write_text(json.dumps(data), encoding="utf-8")
+    doctored = json.loads(run(project, "index", "status", "--json").stdout)
+    assert [r["state"] for r in doctored["partitions"]] == ["changed"]
+    # ... and a change to the instance (a run, a materialization, a partition registered from the UI) ends it
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        instance.add_dynamic_partitions("corpus", ["registered-elsewhere"])
+        instance.delete_dynamic_partition("corpus", "registered-elsewhere")
+    assert json.loads(run(project, "index", "status", "--json").stdout) == fast
+    assert json.loads(snap.read_text(encoding="utf-8"))["signature"] != data["signature"]
+
+
 def _graphql(url: str, query: str) -> dict:
     import urllib.request
 
