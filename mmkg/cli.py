@@ -317,6 +317,10 @@ def serve(
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Its model name or local path.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
+    reindex: Annotated[
+        bool, typer.Option(help="After an upload or delete, run `mmkg index update` (with --corpus; "
+                                "--no-reindex leaves it to a Dagster daemon's corpus sensor).")
+    ] = True,
 ) -> None:
     """Serve the index over HTTP: the REST API (OpenAPI at /docs) and the web page at /."""
     _check_index(index)
@@ -332,10 +336,14 @@ def serve(
         options = {"base_url": base_url} if backend == "openai" and base_url else {}
         generators[backend] = lambda: get_generator(backend, model, **options)
     try:
+        root = _root(index)
+        # the update publishes into <data root>/index: the served index's parent is its data root
+        command = (sys.executable, "-m", "mmkg.cli", "index", "update", "--corpus", str(corpus.resolve()),
+                   "--data-root", str(root.resolve().parent)) if corpus is not None and reindex else None  # fmt: skip
         cfg = ServeConfig(
-            index_root=_root(index), corpus_root=corpus, host=host, api_key=api_key, cors_origins=cors_origin or [],
+            index_root=root, corpus_root=corpus, host=host, api_key=api_key, cors_origins=cors_origin or [],
             query_workers=workers, answer_workers=answer_workers, generators=generators,
-            default_backend=backend or "extractive",
+            default_backend=backend or "extractive", reindex_command=command,
         )  # fmt: skip
         api = create_app(cfg)
     except (FileNotFoundError, ValueError) as exc:

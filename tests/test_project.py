@@ -149,6 +149,75 @@ def test_status_reads_its_snapshot_until_the_instance_changes(project: Path):
     assert json.loads(snap.read_text(encoding="utf-8"))["signature"] != data["signature"]
 
 
+@pytest.mark.slow
+def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
+    """`mmkg serve --corpus corpus` from the project: an upload starts `mmkg index update` in the server, the new
+    version is served once published (a query finds the upload), and deleting the partition's last file removes
+    the folder and, after the next update, the partition."""
+    import time
+
+    from conftest import free_port, stop_process_group, wait_until_up
+    from test_api import Server, multipart
+
+    run(project, "index", "build")
+    port = free_port()
+    log = project.parent / "serve.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MMKG_", "DAGSTER_"))}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([MMKG, "serve", "--corpus", "corpus", "--port", str(port)], cwd=project, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    srv = Server(f"http://127.0.0.1:{port}", proc, log)
+
+    def settled(timeout: float = 300) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = srv.json("GET", "/index/reindex")[1]
+            if state["state"] == "idle" and not state["queued"]:
+                return state
+            time.sleep(1)
+        raise AssertionError(f"the update did not finish in {timeout} s: {state}")
+
+    def served(partitions: list[str], timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:  # the holder looks for a newer version at most once a second
+            info = srv.json("GET", "/index")[1]
+            if info["partitions"] == partitions:
+                return info
+            time.sleep(0.5)
+        raise AssertionError(f"never served {partitions}: {info}")
+
+    try:
+        wait_until_up(proc, lambda: srv.call("GET", "/health", timeout=2)[0] == 200, "mmkg serve", log, timeout=120)
+        before = srv.json("GET", "/index")[1]
+        idle = srv.json("GET", "/index/reindex")[1]
+        assert (idle["state"], idle["runs"], idle["last"]) == ("idle", 0, None)
+        text = b"# Ferries\n\nThe ferry Nordlys sails from Tromso to Harstad every morning at seven.\n"
+        body, headers = multipart({"partition": "ferries"}, [("files", "ferries.md", text)])
+        code, _, raw = srv.call("POST", "/documents", body, headers)
+        res = json.loads(raw)
+        assert code == 201 and "mmkg index update" in res["picked_up_by"], res
+        assert res["reindex"]["runs"] == 1 and res["reindex"]["state"] in ("running", "idle")
+        state = settled()
+        assert state["last"]["returncode"] == 0, state["tail"]
+        info = served(["ferries", "space"])
+        assert info["version"] != before["version"]
+        hits = srv.json("POST", "/query", {"text": "Which ferry sails from Tromso to Harstad?", "k": 3})[1]
+        assert "Nordlys" in hits["chunks"][0]["text"]
+        overview = srv.json("GET", "/index/overview")[1]
+        assert overview["reindex"]["last"]["returncode"] == 0 and overview["reindex"]["tail"]
+
+        code, res = srv.json("DELETE", "/documents/ferries/ferries.md")
+        assert code == 200 and res["removed"]["partition_removed"] is True and res["reindex"]["runs"] == 2
+        assert not (project / "corpus" / "ferries").exists()
+        assert settled()["last"]["returncode"] == 0
+        served(["space"])
+    finally:
+        stop_process_group(proc)
+    assert "Traceback" not in log.read_text()
+    status = json.loads(run(project, "index", "status", "--json").stdout)
+    assert [(r["partition"], r["state"]) for r in status["partitions"]] == [("space", "indexed")]
+
+
 def _graphql(url: str, query: str) -> dict:
     import urllib.request
 

@@ -5,7 +5,9 @@ Endpoints: ``POST /query``, ``POST /ask`` (server-sent events with ``"stream": t
 ``GET /index``, ``GET /index/overview`` (the page's Index view, ``mmkg.api.index_view``), ``GET /strategies``,
 ``GET /chunks/{id}``, ``GET /images/{id}`` (the picture),
 ``GET /images/{id}/objects`` (its grounded objects, for overlays), ``GET /objects/{id}/crop``,
-``POST /documents`` and ``DELETE /documents/{partition}/{path}``, ``GET /health``; OpenAPI at ``/docs``.
+``POST /documents`` and ``DELETE /documents/{partition}/{path}`` (which start ``mmkg index update`` when the
+server was given the command, ``mmkg.api.reindex``; ``GET /index/reindex`` shows it), ``GET /health``; OpenAPI
+at ``/docs``.
 
 - **Versions**: one pinned index version answers each request; a newly published one is opened beside
   it and swapped in (``mmkg.api.holder``).
@@ -47,6 +49,7 @@ from starlette.exceptions import HTTPException
 from mmkg.api.documents import CorpusFolder, DocumentError
 from mmkg.api.holder import IndexHolder
 from mmkg.api.models import AskRequest, ExpandRequest, QueryRequest, SubgraphRequest
+from mmkg.api.reindex import Reindexer
 from mmkg.query import PictureTooLarge, QueryError, check_picture
 from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval import evidence as ev
@@ -83,6 +86,9 @@ class ServeConfig:
     default_backend: str = "extractive"
     check_interval: float = 1.0
     encoder: Any = None  # an already loaded encoder (tests); None loads the manifest's
+    # the command that re-indexes the corpus after an upload or delete (``mmkg index update --corpus C
+    # --data-root D``, built by ``mmkg serve``); None: the server only writes the files (a sensor picks them up)
+    reindex_command: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         self.index_root = Path(self.index_root)
@@ -142,6 +148,8 @@ def create_app(cfg: ServeConfig) -> FastAPI:
     threadpool_limits(limits=1, user_api="blas")
     holder = IndexHolder(cfg.index_root, encoder=cfg.encoder, check_interval=cfg.check_interval)
     corpus = CorpusFolder(cfg.corpus_root, cfg.max_document_bytes) if cfg.corpus_root else None
+    reindexer = (Reindexer(cfg.reindex_command, cfg.data_root / "logs" / "serve-reindex.log")
+                 if cfg.reindex_command and corpus is not None else None)  # fmt: skip
     queries = _Pool("query", cfg.query_workers, cfg.max_pending)
     answers = _Pool("answer", cfg.answer_workers, cfg.max_pending)
     factories: dict[str, Callable[[], Any]] = {"extractive": ExtractiveGenerator, **cfg.generators}
@@ -407,6 +415,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
         from mmkg.api.index_view import overview
 
         out = await queries.run(overview, holder.current(), cfg.data_root)
+        out["reindex"] = reindexer.state() if reindexer is not None else None
         return JSONResponse(json.loads(json.dumps(out, default=str)))
 
     @app.get("/strategies", summary="Every retrieval strategy with its presets and parameters")
@@ -467,7 +476,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             raise ApiError(503, "this server has no corpus folder: start it with --corpus to accept documents")
         return corpus
 
-    @app.post("/documents", summary="Put files into a corpus partition folder (the corpus sensor re-indexes it)")
+    @app.post("/documents", summary="Put files into a corpus partition folder (then re-indexed: GET /index/reindex)")
     async def put_documents(request: Request) -> JSONResponse:
         folder = documents_folder()
         if not request.headers.get("content-type", "").startswith("multipart/form-data"):
@@ -489,7 +498,9 @@ def create_app(cfg: ServeConfig) -> FastAPI:
                 rejected.append({"name": upload.filename, "reason": str(exc)})
         if not saved and rejected and any("is not a folder name" in r["reason"] for r in rejected):
             raise ApiError(400, rejected[0]["reason"])
-        body = {"saved": saved, "rejected": rejected, **folder.pickup(partition)}
+        body = {"saved": saved, "rejected": rejected, **folder.pickup(partition, reindexer is not None)}
+        if saved and reindexer is not None:
+            body["reindex"] = reindexer.request(f"{len(saved)} file(s) put into {partition}")
         return JSONResponse(body, 201 if saved else 400)
 
     @app.delete("/documents/{partition}/{path:path}", summary="Remove a file from a corpus partition folder")
@@ -501,7 +512,18 @@ def create_app(cfg: ServeConfig) -> FastAPI:
             raise ApiError(400, str(exc)) from exc
         except FileNotFoundError as exc:
             raise ApiError(404, str(exc)) from exc
-        return {"removed": removed, **folder.pickup(partition)}
+        body = {"removed": removed, **folder.pickup(partition, reindexer is not None)}
+        if reindexer is not None:
+            body["reindex"] = reindexer.request(f"{removed['path']} removed")
+        return body
+
+    @app.get("/index/reindex", summary="The server's re-index after uploads: idle or running, the last run, its log")
+    async def reindex_state() -> dict[str, Any]:
+        if reindexer is None:
+            how = ("this server does not re-index: start it with --corpus (and without --no-reindex) for uploads to "
+                   "run `mmkg index update`, or run a Dagster daemon (mmkg ui) whose corpus sensor picks them up")
+            return {"state": "off", "how": how}
+        return reindexer.state()
 
     # -- the page --------------------------------------------------------------------------------------------
 

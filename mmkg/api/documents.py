@@ -1,10 +1,10 @@
 """Putting uploaded files into a corpus partition folder, and removing them, confined to the corpus root.
 
-The corpus sensor notices the changed folder fingerprint and re-indexes the partition; nothing here
-touches tables or the index. Names are reduced to a safe file name (no folders, no leading dots,
-letters, digits, ``._-`` and spaces), types are the ingest's, sizes are bounded, and every path is
-resolved and checked to lie inside the corpus root (a symlinked partition folder pointing elsewhere
-is refused).
+The server's re-indexer (``mmkg.api.reindex``) or the corpus sensor notices the changed folder fingerprint
+and re-indexes the partition; nothing here touches tables or the index. Names are reduced to a safe file
+name (no folders, no leading dots, letters, digits, ``._-`` and spaces), types are the ingest's, sizes are
+bounded, and every path is resolved and checked to lie inside the corpus root (a symlinked partition
+folder pointing elsewhere is refused).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ PICKUP = (
     "the corpus sensor (corpus_partition_sensor) starts a run of job index_partition for partition {p!r} at its "
     "next tick, since the folder's fingerprint changed; index_publish_sensor then publishes the index"
 )
+
+
+#: ... when the server re-indexes itself (``mmkg.api.reindex``)
+BY_SERVER = ("this server runs `mmkg index update` now (GET /index/reindex shows it); the new index version is "
+             "served once it is published")
 
 
 class DocumentError(ValueError):
@@ -97,10 +102,22 @@ class CorpusFolder:
         if not target.is_file():
             raise FileNotFoundError(f"no file {partition}/{'/'.join(parts)} in the corpus")
         target.unlink()
-        return {"path": f"{partition}/{'/'.join(parts)}"}
+        # folders the delete left empty go too, the partition's own included: an empty partition folder would
+        # be a partition "never indexed" (mmkg index status), and the update removes a folder's partition
+        emptied = False
+        here = target.parent
+        while here.is_relative_to(folder) and not any(here.iterdir()):
+            here.rmdir()
+            emptied = here == folder
+            if emptied:
+                break
+            here = here.parent
+        return {"path": f"{partition}/{'/'.join(parts)}", "partition_removed": emptied}
 
-    def pickup(self, partition: str) -> dict:
-        """What will re-index the partition, and the folder fingerprint the sensor will compare."""
+    def pickup(self, partition: str, by_server: bool = False) -> dict:
+        """What will re-index the partition (this server's update, or the corpus sensor), and the folder's
+        fingerprint that the update compares."""
         folder = self.root / partition
         fingerprint = partition_fingerprint(folder) if folder.is_dir() else None
-        return {"partition": partition, "fingerprint": fingerprint, "picked_up_by": PICKUP.format(p=partition)}
+        how = BY_SERVER if by_server else PICKUP.format(p=partition)
+        return {"partition": partition, "fingerprint": fingerprint, "picked_up_by": how}

@@ -554,6 +554,19 @@ async function showIndex() {
     parts.push(el("details", {}, el("summary", {}, `${o.build.log.name} (${o.build.log.modified_at}), last lines`),
       el("pre", { class: "log" }, o.build.log.tail.join("\n"))));
   }
+  if (o.reindex) {  // this server re-indexes after uploads (mmkg serve --corpus): its update's state
+    const r = o.reindex;
+    const last = r.last ? `last update ${r.last.finished_at}: ${r.last.returncode === 0 ? "published" :
+      `failed (exit ${r.last.returncode ?? "not started"})`}${r.last.seconds ? ` in ${r.last.seconds} s` : ""}` : "";
+    const now = r.state === "running" ? `updating since ${r.running.started_at} (${r.running.reason})` +
+      (r.queued ? "; another update is queued" : "") : "no update running";
+    parts.push(el("h2", {}, "Re-index after uploads"), el("p", { class: "reindex-status" }, now),
+      last ? el("p", { class: "dim" }, last) : "");
+    if (r.tail.length) {
+      parts.push(el("details", {}, el("summary", {}, `${r.log}, last lines`), el("pre", { class: "log" },
+        r.tail.join("\n"))));
+    }
+  }
   parts.push(el("h2", {}, `Partitions (${o.partitions.length})`), table([
     ["partition", "partition"], ["documents", "documents", num], ["chunks", "chunks", num],
     ["pictures", "pictures", num], ["rejected", "rejected or cut", num],
