@@ -180,7 +180,7 @@ def test_the_cli_build_draws_the_display_and_keeps_library_output_off_the_screen
     tmp_path: Path, capfd: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ):
     """``mmkg index build``'s wiring: the callbacks reach the display, the library's lines reach the log."""
-    from mmkg import cli
+    from mmkg.cli import index as cli
 
     def build_index(corpus, data_root, on_start, on_progress, on_event, **kwargs):
         on_start("space", 0, 2)
@@ -206,7 +206,7 @@ def test_a_failed_build_names_the_step_and_the_error_reaches_the_terminal(
 ):
     import typer
 
-    from mmkg import cli
+    from mmkg.cli import index as cli
 
     def build_index(corpus, data_root, on_start, on_progress, on_event, **kwargs):
         on_start("space", 0, 2)
@@ -229,7 +229,7 @@ def test_a_failed_build_names_the_step_and_the_error_reaches_the_terminal(
 
 def test_an_up_to_date_build_leaves_no_log(tmp_path: Path, capfd: pytest.CaptureFixture,
                                            monkeypatch: pytest.MonkeyPatch):  # fmt: skip
-    from mmkg import cli
+    from mmkg.cli import index as cli
 
     def build_index(corpus, data_root, on_start, on_progress, on_event, **kwargs):
         return "up to date"  # the published index covers the corpus: no run starts
