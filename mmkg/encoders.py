@@ -57,6 +57,7 @@ from mmkg.encoder_base import (
     resolve_device,
     text_model_source,
 )
+from mmkg.plugins import Registry
 
 if TYPE_CHECKING:
     import torch
@@ -196,7 +197,7 @@ class ClipEncoder:
     open_clip checkpoints (``hf-hub:`` / ``open_clip`` names) are a separate backend: an
     ``OpenClipEncoder`` would wrap ``open_clip.create_model_and_transforms`` + ``get_tokenizer``,
     call ``encode_text`` / ``encode_image`` in place of ``get_*_features``, reuse ``ImageInput`` and
-    ``l2_normalize``, and register itself in ``_BACKENDS`` as ``"open_clip"``. open_clip is not a
+    ``l2_normalize``, and register itself in ``ENCODERS`` as ``"open_clip"``. open_clip is not a
     dependency of this project, so ``load_encoder("open_clip", ...)`` explains that instead.
     """
 
@@ -338,6 +339,12 @@ def resolve_runtime(runtime: str, device: str = "auto") -> str:
     return name
 
 
+#: encoder backends by name: a factory ``(model, device, runtime) -> Encoder`` (``mmkg.plugins``; entry points of
+#: the group ``mmkg.encoders`` add more). ``docs/extending.md`` adds one in a file of its own.
+ENCODERS: Registry[Callable[[str, str, str], Encoder]] = Registry("encoder backend", "mmkg.encoders")
+
+
+@ENCODERS.register("text", help="a sentence-transformers text model (MiniLM by default), torch or ONNX")
 def _text_encoder(model: str, device: str, runtime: str) -> Encoder:
     resolved = resolve_runtime(runtime, device)
     if resolved == "torch":
@@ -349,17 +356,13 @@ def _text_encoder(model: str, device: str, runtime: str) -> Encoder:
     return OnnxTextEncoder(model or None, runtime=resolved)
 
 
+@ENCODERS.register("clip", help="a CLIP-family model (transformers) for text and pictures in one space")
 def _clip_encoder(model: str, device: str, runtime: str) -> Encoder:
     if (runtime or "auto").strip().lower() not in ("auto", "torch"):
         raise ValueError(f"the clip backend runs on torch only; got runtime {runtime!r}")
     return ClipEncoder(model, device=device)
 
 
-_BACKENDS: dict[str, Callable[[str, str, str], Encoder]] = {
-    "text": _text_encoder,
-    "clip": _clip_encoder,
-    # "open_clip": lambda model, device, runtime: OpenClipEncoder(model, device=device),  # see ClipEncoder
-}
 _UNAVAILABLE = {"open_clip": "open_clip is not installed in this project; load CLIP-family models with backend 'clip'"}
 
 
@@ -370,13 +373,12 @@ def load_encoder(backend: str, model: str = "", device: str = "auto", runtime: s
     A reader passes the runtime its index's manifest records, so queries are embedded as the index was.
     """
     name = (backend or "").strip().lower()
-    if name in _UNAVAILABLE:
+    if name in _UNAVAILABLE and name not in ENCODERS:
         raise ValueError(f"encoder backend {backend!r} is not available: {_UNAVAILABLE[name]}")
-    if name not in _BACKENDS:
-        raise ValueError(f"unknown encoder backend {backend!r}; choose one of {', '.join(sorted(_BACKENDS))}")
+    factory = ENCODERS.get(name)
     if name == "clip" and not (model or "").strip():
         raise ValueError("the clip backend needs a model: a local folder or a cached model id")
-    return _BACKENDS[name](model, device, runtime)
+    return factory(model, device, runtime)
 
 
 def default_batch_size(encoder: Encoder) -> int:

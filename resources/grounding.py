@@ -1,14 +1,13 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any
 
 from dagster import ConfigurableResource
 from pydantic import Field, field_validator
 
 from mmkg.vision.base import Grounder
-
-BACKENDS = {"ocr", "ultralytics"}
+from mmkg.vision.grounders import GROUNDERS, build_grounders
 
 
 class GroundingResource(ConfigurableResource):
@@ -29,13 +28,22 @@ class GroundingResource(ConfigurableResource):
     ultralytics_imgsz: int = Field(default=640, ge=32)
     ocr_max_side: int = Field(default=1600, ge=64, description="OCR downsizes larger images to this side.")
     yolo_config_dir: str = Field(default="", description="Writable YOLO_CONFIG_DIR (default: <data_root>/yolo).")
+    backend_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Options of a backend by name, over the settings above (plugins' own)."
+    )
 
     @field_validator("backends")
     @classmethod
     def _known_backends(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - BACKENDS)
-        if unknown or not value:
-            raise ValueError(f"grounding backends must be a non-empty list drawn from {sorted(BACKENDS)}; got {value}")
+        known = []
+        for name in value:
+            try:
+                GROUNDERS.get(name)  # installed plugins are looked up on a miss
+            except ValueError:
+                continue
+            known.append(name)
+        if len(known) != len(value) or not value:
+            raise ValueError(f"grounding backends must be a non-empty list drawn from {GROUNDERS.names()}; got {value}")
         return value
 
     @field_validator("device")
@@ -46,35 +54,13 @@ class GroundingResource(ConfigurableResource):
         return value
 
     def grounders(self, data_root: Path, ocr: Grounder | None = None) -> list[Grounder]:
-        """The configured backends; pass an existing OCR grounder to share its engine and cache."""
-        out: list[Grounder] = []
-        for name in self.backends:
-            if name == "ocr":
-                out.append(ocr or self.ocr_grounder(data_root))
-            elif name == "ultralytics":
-                if not self.ultralytics_model:
-                    raise ValueError(
-                        "grounding backend 'ultralytics' needs `ultralytics_model`: a local .pt checkpoint path "
-                        "(e.g. yoloe-11s-seg.pt, yolov8n-seg.pt) or a model yaml such as yolov8n-seg.yaml"
-                    )
-                os.environ.setdefault("YOLO_OFFLINE", "1")
-                cfg = Path(self.yolo_config_dir or data_root / "yolo")
-                cfg.mkdir(parents=True, exist_ok=True)
-                os.environ.setdefault("YOLO_CONFIG_DIR", str(cfg))
-                from mmkg.vision.detector import UltralyticsGrounder
+        """The configured backends (``mmkg.vision.grounders.GROUNDERS``); pass an existing OCR grounder to share
+        its engine and cache."""
+        return build_grounders(self.backends, self._options(), data_root, self.backend_options,
+                               ready={"ocr": ocr} if ocr is not None else None)  # fmt: skip
 
-                out.append(
-                    UltralyticsGrounder(
-                        self.ultralytics_model,
-                        device=self.device,
-                        batch_size=self.batch_size,
-                        imgsz=self.ultralytics_imgsz,
-                        conf=self.ultralytics_conf,
-                    )
-                )
-        return out
+    def ocr_grounder(self, data_root: Path) -> Grounder:
+        return build_grounders(["ocr"], self._options(), data_root, self.backend_options)[0]
 
-    def ocr_grounder(self, data_root: Path):
-        from mmkg.vision.ocr import OcrCache, OcrEngine, OcrGrounder
-
-        return OcrGrounder(OcrEngine(max_side=self.ocr_max_side), OcrCache(data_root / "blobs" / "ocr"))
+    def _options(self) -> dict[str, Any]:
+        return {k: v for k, v in self.model_dump().items() if k not in ("backends", "backend_options")}

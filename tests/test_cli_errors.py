@@ -35,7 +35,7 @@ CASES = [
     (["query", "x", "--no-such-option"], "No such option"),
     (["ask"], "Missing argument"),
     (["ask", "x", "--backend", "openai"], "needs a model name"),
-    (["ask", "x", "--backend", "nosuch"], "unknown backend"),
+    (["ask", "x", "--backend", "nosuch"], "unknown generation backend"),
     (["ask", "x", "--k", "0"], "--k"),
     (["ask", "x", "--index", NOPE], "no published index"),
     (["serve", "--index", NOPE], "no published index"),

@@ -149,7 +149,7 @@ def test_backend_configuration_errors_name_the_fix():
         get_generator("openai", None)
     with pytest.raises(GenerationError, match=r"GGUF model /nope.gguf not found"):
         get_generator("llamacpp", "/nope.gguf")
-    with pytest.raises(GenerationError, match=r"unknown backend 'gpt'"):
+    with pytest.raises(GenerationError, match=r"unknown generation backend 'gpt'"):
         get_generator("gpt")
 
 
@@ -162,7 +162,7 @@ def test_cli_ask(art: ArtCorpus):
     out = CliRunner().invoke(app, ["ask", BIRTH, "--index", index, "--stream"])
     assert out.exit_code == 0 and "Uppsala" in out.output and "art/margit_holm.md" in out.output
     for args, message in (
-        (["--backend", "gpt"], "unknown backend 'gpt'"),
+        (["--backend", "gpt"], "unknown generation backend 'gpt'"),
         (["--task", "poem"], "unknown task 'poem'"),
         (["--strategy", "mkg", "--param", "hop=2"], "unknown parameter(s) ['hop']"),
     ):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mmkg.atomic import write_bytes
 from mmkg.ingest.fingerprint import partition_fingerprint
-from mmkg.ingest.partition import SUPPORTED
+from mmkg.ingest.partition import supported_extensions
 
 PARTITION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _UNSAFE = re.compile(r"[^\w.\- ]+", re.UNICODE)
@@ -70,9 +70,10 @@ class CorpusFolder:
         if not name or name in {".", ".."}:
             raise DocumentError(f"file name {filename!r} has nothing usable left after removing unsafe characters")
         ext = Path(name).suffix.lower()
-        if ext not in SUPPORTED:
+        supported = supported_extensions()
+        if ext not in supported:
             raise DocumentError(f"file type {ext or '(none)'!r} of {filename!r} is not indexed; supported: "
-                                f"{', '.join(sorted(SUPPORTED))}")  # fmt: skip
+                                f"{', '.join(sorted(supported))}")  # fmt: skip
         return name
 
     def put(self, partition: str, filename: str, data: bytes, overwrite: bool = False) -> dict:

@@ -21,22 +21,31 @@ from mmkg.generation.base import Evidence, Generation, GenerationError, Generati
 from mmkg.generation.context import Context, build_context, cited_labels
 from mmkg.generation.extractive import ExtractiveGenerator
 from mmkg.generation.prompts import load_template, tasks
-from mmkg.llm import LLM_BACKENDS, get_llm
+from mmkg.llm import GENERATORS, LLM_BACKENDS
 
+
+@GENERATORS.register("extractive", help="no model: the reader's short answer with its cited sentence (default)")
+def _extractive(model: str | None = None, **options: Any) -> Generator:
+    return ExtractiveGenerator()
+
+
+#: the built-in backends (``GENERATORS.names()`` also lists those plugins registered)
 BACKENDS = ("extractive", *LLM_BACKENDS)
 
 
 def get_generator(backend: str = "extractive", model: str | None = None, **options: Any) -> Generator:
-    """A backend by name; ``model`` is a model name (openai), a .gguf path (llamacpp) or a folder (transformers)."""
-    if backend == "extractive":
-        return ExtractiveGenerator()
-    if backend in LLM_BACKENDS:
-        return get_llm(backend, model, **options)
-    raise GenerationError(f"unknown backend {backend!r}; choose one of {list(BACKENDS)}")
+    """A backend by name (``GENERATORS``); ``model`` is a model name (openai), a .gguf path (llamacpp) or a
+    folder (transformers)."""
+    try:
+        factory = GENERATORS.get(backend)
+    except ValueError as exc:
+        raise GenerationError(str(exc)) from exc
+    return factory(model, **options)
 
 
 __all__ = [
     "BACKENDS",
+    "GENERATORS",
     "Answer",
     "Citation",
     "Context",

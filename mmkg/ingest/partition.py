@@ -21,25 +21,24 @@ from mmkg.ids import content_id
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
 from mmkg.ingest.budget import apply_text_budgets
 from mmkg.ingest.files import list_partitions, partition_files  # noqa: F401 - also imported from here
+from mmkg.ingest.formats import FORMATS, Links, extensions, format_for
 from mmkg.ingest.images import ImageStore, decode_and_store
 from mmkg.ingest.media import MEDIA_EXT, SUBTITLE_EXT, read_media, sidecars
-from mmkg.ingest.pdf import read_pdf
-from mmkg.ingest.records import read_records
-from mmkg.ingest.text import read_markdown, read_plain_text
 
-MARKDOWN_EXT = {".md", ".markdown"}
-TEXT_EXT = {".txt"}
-RECORD_EXT = {".json", ".jsonl"}
-PDF_EXT = {".pdf"}
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
-TEXT_LIKE_EXT = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT  # read whole into memory and parsed there
-SUPPORTED = MARKDOWN_EXT | TEXT_EXT | RECORD_EXT | PDF_EXT | IMAGE_EXT | MEDIA_EXT | SUBTITLE_EXT
+#: the extensions of the built-in formats: pictures, media, subtitles and the documents of ``mmkg.ingest.formats``
+SUPPORTED = frozenset(extensions() | IMAGE_EXT | MEDIA_EXT | SUBTITLE_EXT)
+
+
+def supported_extensions() -> set[str]:
+    """Every extension ingest reads now: ``SUPPORTED`` and the formats plugins registered since."""
+    FORMATS.load_plugins()
+    return set(SUPPORTED) | extensions()
 
 if TYPE_CHECKING:
     from mmkg.ingest.asr import Transcriber
 
 Progress = Callable[[int, int, str], None]
-Links = list[tuple[Path | str, ImageRef, int]]
 
 
 @dataclass
@@ -208,22 +207,16 @@ class _Reader:
             self.rejected.extend(problems)
             self.media.append({"source_path": rel, **facts})
             return [(doc, [])]
-        data = self.read_bytes(path, self.limits.max_text_file_bytes if ext in TEXT_LIKE_EXT else None)
-        if ext in MARKDOWN_EXT:
-            return [read_markdown(path, data, rel)]
-        if ext in TEXT_EXT:
-            return [(read_plain_text(path, data, rel), [])]
-        if ext in RECORD_EXT:
-            docs, rejections = read_records(path, data, rel, self.limits)
-            self.rejected.extend(rejections)
-            return docs
-        if ext in PDF_EXT:
-            doc, rejections = read_pdf(data, rel, self.limits)
-            self.rejected.extend(rejections)
-            return [(doc, [])]
         if ext in SUBTITLE_EXT:
             raise Rejected("subtitle file with no video or audio file of the same name beside it")
-        raise Rejected(f"unsupported file type '{ext or path.name}'; supported: {', '.join(sorted(SUPPORTED))}")
+        fmt = format_for(ext)  # mmkg.ingest.formats: Markdown, text, records, PDF, and plugins' formats
+        if fmt is None:
+            raise Rejected(f"unsupported file type '{ext or path.name}'; supported: "
+                           f"{', '.join(sorted(supported_extensions()))}")  # fmt: skip
+        data = self.read_bytes(path, self.limits.max_text_file_bytes if fmt.text_like else None)
+        docs, rejections = fmt(path, data, rel, self.limits)
+        self.rejected.extend(rejections)
+        return docs
 
 
 def ingest_partition(

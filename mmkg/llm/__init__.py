@@ -13,33 +13,58 @@ LLM steps of retrieval strategies (R2AG's implicit relations, M3KG's triple filt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mmkg.llm.base import Evidence, Generation, GenerationError, GenerationRequest, Generator, approx_tokens
 from mmkg.llm.prompts import PROMPTS_DIR, Template, load_template, tasks
+from mmkg.plugins import Registry
 
 #: the backends that run a language model
 LLM_BACKENDS = ("openai", "llamacpp", "transformers")
 
+#: generation backends by name: a factory ``(model, **options) -> Generator`` (``mmkg.plugins``; entry points of
+#: the group ``mmkg.generators`` add more). The answer layer adds the model-free ``extractive`` one.
+GENERATORS: Registry[Callable[..., Generator]] = Registry("generation backend", "mmkg.generators")
+
+
+@GENERATORS.register("openai", help="any OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp, Ollama, APIs)")
+def _openai(model: str | None = None, **options: Any) -> Generator:
+    from mmkg.llm.openai_backend import OpenAIGenerator
+
+    return OpenAIGenerator(model=model, **options)
+
+
+@GENERATORS.register("llamacpp", help="a local GGUF model in process (llama-cpp-python)")
+def _llamacpp(model: str | None = None, **options: Any) -> Generator:
+    if not model:
+        raise GenerationError("the llamacpp backend needs --model (a local path)")
+    from mmkg.llm.local import LlamaCppGenerator
+
+    return LlamaCppGenerator(model, **options)
+
+
+@GENERATORS.register("transformers", help="a local Hugging Face text or vision-language model by path")
+def _transformers(model: str | None = None, **options: Any) -> Generator:
+    if not model:
+        raise GenerationError("the transformers backend needs --model (a local path)")
+    from mmkg.llm.local import TransformersGenerator
+
+    return TransformersGenerator(model, **options)
+
 
 def get_llm(backend: str, model: str | None = None, **options: Any) -> Generator:
-    """A model backend by name; ``model`` is a model name (openai), a .gguf path (llamacpp) or a folder
-    (transformers)."""
-    if backend == "openai":
-        from mmkg.llm.openai_backend import OpenAIGenerator
-
-        return OpenAIGenerator(model=model, **options)
-    if backend in ("llamacpp", "transformers"):
-        if not model:
-            raise GenerationError(f"the {backend} backend needs --model (a local path)")
-        from mmkg.llm.local import LlamaCppGenerator, TransformersGenerator
-
-        cls: Any = LlamaCppGenerator if backend == "llamacpp" else TransformersGenerator
-        return cls(model, **options)
-    raise GenerationError(f"unknown language-model backend {backend!r}; choose one of {list(LLM_BACKENDS)}")
+    """A backend that writes text, by name (``GENERATORS``); ``model`` is a model name (openai), a .gguf path
+    (llamacpp) or a folder (transformers)."""
+    try:
+        factory = GENERATORS.get(backend)
+    except ValueError as exc:
+        raise GenerationError(str(exc)) from exc
+    return factory(model, **options)
 
 
 __all__ = [
+    "GENERATORS",
     "LLM_BACKENDS",
     "PROMPTS_DIR",
     "Evidence",

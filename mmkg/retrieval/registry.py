@@ -1,4 +1,5 @@
-"""The strategies a query can name. A new strategy is one module plus one line in ``STRATEGIES``."""
+"""The strategies a query can name. A new strategy is one module plus one line in ``STRATEGIES`` (or, outside this
+package, ``register_strategy`` or an entry point of the group ``mmkg.strategies``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,34 @@ STRATEGIES: dict[str, type] = {
 }
 
 DEFAULT_STRATEGY = MG2.name
+#: entry points that add strategies from installed packages (``mmkg.plugins``): a strategy class, or a module
+#: that calls ``register_strategy`` when imported
+PLUGIN_GROUP = "mmkg.strategies"
+_plugins_loaded = False
+
+
+def register_strategy(cls: type, replace: bool = False) -> type:
+    """Add a strategy class under its ``name`` (usable as a decorator); a taken name is refused unless
+    ``replace`` says so."""
+    old = STRATEGIES.get(cls.name)
+    if old is not None and old is not cls and not replace:
+        raise ValueError(f"strategy {cls.name!r} is already registered ({old.__module__}.{old.__qualname__}); "
+                         "pass replace=True to override it")  # fmt: skip
+    STRATEGIES[cls.name] = cls
+    return cls
+
+
+def _load_plugins() -> None:
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=PLUGIN_GROUP):
+        obj = ep.load()
+        if isinstance(obj, type) and obj.name not in STRATEGIES:
+            register_strategy(obj)
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -33,6 +62,8 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 def get_strategy(spec: str | None = None, preset: str | None = None, **overrides: Any) -> Strategy:
     """A strategy instance from ``name[:preset]`` and parameter overrides; unknown names list the valid ones."""
     name, from_spec = parse_spec(spec or DEFAULT_STRATEGY)
+    if name not in STRATEGIES:
+        _load_plugins()
     if name not in STRATEGIES:
         raise ValueError(f"unknown strategy {name!r}; choose one of {sorted(STRATEGIES)} (mmkg strategies lists them)")
     cls = STRATEGIES[name]
