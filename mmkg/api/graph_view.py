@@ -10,6 +10,7 @@ is written.
   mention an entity, with the sentence that does; the documents that show a picture, with its objects).
 - ``expand``: ``POST /graph/expand``: a node's neighbours not yet drawn (strongest links first), with
   their edges to what is drawn.
+- ``subgraph``: ``POST /subgraph``: the chunks of an answer with the entities and pictures around them.
 """
 
 from __future__ import annotations
@@ -156,3 +157,47 @@ def expand(index: Any, node_id: str, known: list[str], limit: int) -> dict[str, 
             edges.append({"source": f"{kinds[a]}:{keys[a]}", "target": f"{kinds[b]}:{keys[b]}", "weight": float(w)})
     return {"version": index.version, "node": node_id, "nodes": out_nodes, "edges": edges,
             "more": max(len(fresh) - len(new), 0)}  # fmt: skip
+
+
+def subgraph(index: Any, chunk_ids: list[str], max_entities: int) -> dict[str, Any]:
+    """``POST /subgraph``: chunks, the entities they mention (most connected first) and their pictures, with the
+    edges among them."""
+    pos = index.positions["chunks"]
+    rows = [pos[c] for c in chunk_ids if c in pos]
+    if not rows:
+        raise UnknownNode(f"none of the chunks are in index version {index.version}")
+    adj = index.graph.adjacency
+    nodes = index.graph.nodes
+    kinds = nodes["kind"].to_list()
+    keys = nodes["key"].to_list()
+    names = ev.entity_names(index)
+    chunk_rows = set(rows)
+    entity_hits: dict[int, int] = {}
+    images: set[int] = set()
+    for r in rows:
+        nbrs = adj.indices[adj.indptr[r] : adj.indptr[r + 1]]
+        for n in nbrs.tolist():
+            if kinds[n] == "entity":
+                entity_hits[n] = entity_hits.get(n, 0) + 1
+            elif kinds[n] == "image":
+                images.add(n)
+    entities = sorted(entity_hits, key=lambda n: (-entity_hits[n], keys[n]))[:max_entities]
+    keep = sorted(chunk_rows | set(entities) | images)
+    sub = adj[np.array(keep)][:, np.array(keep)].tocoo()
+    out_nodes = []
+    for n in keep:
+        kind = kinds[n]
+        if kind == "chunk":
+            c = ev.chunk_record(index, keys[n]) or {}
+            label = (c.get("title") or "chunk") + (f" p.{c['page']}" if c.get("page") else "")
+        elif kind == "entity":
+            label = names.get(keys[n], (keys[n], ""))[0]
+        else:
+            label = node_label(index, kind, keys[n])  # the picture's file name
+        out_nodes.append({"id": f"{kind}:{keys[n]}", "kind": kind, "key": keys[n], "label": label})
+    edges = [
+        {"source": out_nodes[i]["id"], "target": out_nodes[j]["id"], "weight": float(w)}
+        for i, j, w in zip(sub.row.tolist(), sub.col.tolist(), sub.data.tolist(), strict=True)
+        if i < j
+    ]
+    return {"version": index.version, "nodes": out_nodes, "edges": edges}
