@@ -22,7 +22,13 @@
 5. **Choice and yes/no**: each option's (or named thing's) own evidence, through its bridge when the
    question compares through one, gives it values of the compared type; the ordering word picks the
    winner, and "same" asks whether the two things share a likely value.
-6. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept.
+6. **Quantities** (``mmkg.generation.quantities``): a number is answered at the scale and precision the question
+   asks ("Answer in millions"), from its own scale word or its statement's "(in thousands)" note; a value that a
+   "respectively" sentence or a table column states for another year than the question names scores half; the
+   day of a date is no quantity. **Arithmetic** (``mmkg.generation.arithmetic``): a difference, sum or change of
+   two values is read as two number questions and computed, both values cited.
+7. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
+   answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``).
 
 Every answer carries the sentences that support it (the span by character offsets), a confidence in
 [0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
