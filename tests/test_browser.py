@@ -25,6 +25,7 @@ CHROMIUM = Path(os.environ.get("MMKG_CHROMIUM", "/usr/bin/chromium"))
 ARTIFACTS = PROJECT / "test-artifacts"
 # asset nodes from every group: ingest, text, vision, embeddings, graph (global), index (global), generation
 ASSETS = ("documents", "chunks", "entities", "objects", "chunk_vectors", "graph", "retrieval_index", "answers")
+GROUPS = ("ingest", "text", "vision", "embeddings", "graph", "index", "generation")  # the lineage, collapsed
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
     "--disable-sync", "--no-first-run", "--disable-quic",
@@ -61,12 +62,14 @@ def start_webserver(home: Path, data_root: Path, log: Path, timeout: float = 240
 
 
 def capture_asset_graph(
-    url: str, out: Path, names: tuple[str, ...] = ASSETS, size: tuple[int, int] = (1800, 2400), zoom_out: int = 3
+    url: str, out: Path, names: tuple[str, ...] = ASSETS, size: tuple[int, int] = (1800, 2400), zoom_out: int = 3,
+    groups_out: Path | None = None,
 ) -> list[str]:
     """Open the global asset lineage with every group expanded, wait for the asset nodes, save a screenshot.
 
-    The graph only renders nodes inside the viewport, so it is zoomed out until the whole pipeline fits.
-    Returns the names found as graph nodes.
+    ``groups_out``: first a screenshot of the lineage as it opens, groups collapsed, at the default zoom (the
+    pipeline's flow from group to group). The expanded graph only renders nodes inside the viewport, so it is
+    zoomed out until the whole pipeline fits. Returns the names found as graph nodes.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -86,6 +89,11 @@ def capture_asset_graph(
                 pass
             graph = page.locator("foreignObject")  # graph nodes are HTML inside the SVG; the sidebar is not
             graph.get_by_text("ingest", exact=True).first.wait_for(timeout=60_000)  # collapsed group boxes
+            if groups_out is not None:
+                for group in GROUPS:
+                    graph.get_by_text(group, exact=True).first.wait_for(state="visible", timeout=60_000)
+                page.wait_for_timeout(1_000)
+                page.screenshot(path=str(groups_out))
             page.locator("body").click(position={"x": size[0] - 300, "y": size[1] - 150})
             page.keyboard.press("Alt+e")  # "Expand all groups"
             # expanded, the pipeline no longer fits the viewport (only visible nodes render): zoom out first
@@ -145,11 +153,12 @@ def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
 
 def test_asset_graph_renders(webserver):
     url, _ = webserver
-    out = ARTIFACTS / "ui-asset-graph.png"
+    out, groups = ARTIFACTS / "ui-asset-graph.png", ARTIFACTS / "ui-asset-groups.png"
     out.unlink(missing_ok=True)
-    seen = capture_asset_graph(url, out)
+    groups.unlink(missing_ok=True)
+    seen = capture_asset_graph(url, out, groups_out=groups)
     assert seen == list(ASSETS)
-    assert out.stat().st_size > 20_000  # a rendered page, not a blank one
+    assert out.stat().st_size > 20_000 and groups.stat().st_size > 20_000  # rendered pages, not blank ones
 
 
 def test_asset_page_reads_the_instance(webserver):
@@ -179,10 +188,11 @@ def main() -> None:
     ap.add_argument("--dagster-home", type=Path, required=True)
     ap.add_argument("--data-root", type=Path, required=True)
     ap.add_argument("--out", type=Path, default=PROJECT / "docs" / "ui-asset-graph.png")
+    ap.add_argument("--groups-out", type=Path, default=PROJECT / "docs" / "ui-asset-groups.png")
     args = ap.parse_args()
     proc, url = start_webserver(args.dagster_home.resolve(), args.data_root.resolve(), Path("/tmp/mmkg-webserver.log"))
     try:
-        print(capture_asset_graph(url, args.out), "->", args.out)
+        print(capture_asset_graph(url, args.out, groups_out=args.groups_out), "->", args.out, args.groups_out)
     finally:
         stop_process_group(proc)
 

@@ -15,18 +15,16 @@ is written.
 
 from __future__ import annotations
 
-import weakref
 from pathlib import PurePosixPath
 from typing import Any
 
 import numpy as np
 
+from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 
 KINDS = ("chunk", "entity", "image")
 MAX_OCCURRENCES = 12  # chunks or documents listed in a node's details
-_ROWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # index version -> {(kind, key): graph row}
-
 
 class UnknownNode(LookupError):
     """A node id that is not ``KIND:KEY`` of a node in the index version."""
@@ -45,13 +43,12 @@ def node_row(index: Any, node_id: str) -> int:
 
 def _rows(index: Any) -> dict[tuple[str, str], int]:
     """(kind, key) -> graph row, built once per index version (dropped with it)."""
-    rows = _ROWS.get(index)
-    if rows is None:
+    def build() -> dict[tuple[str, str], int]:
         nodes = index.graph.nodes
-        rows = {(k, key): i for i, (k, key) in enumerate(zip(nodes["kind"].to_list(), nodes["key"].to_list(),
+        return {(k, key): i for i, (k, key) in enumerate(zip(nodes["kind"].to_list(), nodes["key"].to_list(),
                                                              strict=True))}  # fmt: skip
-        _ROWS[index] = rows
-    return rows
+
+    return derived(index, "graph_view.rows", build)
 
 
 def node_label(index: Any, kind: str, key: str) -> str:

@@ -26,14 +26,14 @@ the entity node. One more PPR per question (about as long as the first).
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
 from mmkg.entities import canonical_key
+from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 
 if TYPE_CHECKING:
@@ -54,9 +54,6 @@ class BridgeMaps:
     chunk_subject: np.ndarray  # per chunk row, the key of its document's title (and its base, "|" joined)
 
 
-_MAPS: weakref.WeakKeyDictionary[Any, BridgeMaps] = weakref.WeakKeyDictionary()
-
-
 def title_keys(title: str) -> tuple[str, ...]:
     """The entity keys a document title stands for: the title's, and its base without a parenthetical."""
     keys = [canonical_key(title)] if title else []
@@ -66,8 +63,11 @@ def title_keys(title: str) -> tuple[str, ...]:
 
 
 def maps(index: Index) -> BridgeMaps:
-    if index in _MAPS:
-        return _MAPS[index]
+    """The bridge step's maps of one open index (chunk subjects, title pages, sentence-mention columns)."""
+    return derived(index, "bridge.maps", lambda: _maps(index))
+
+
+def _maps(index: Index) -> BridgeMaps:
     n_chunks = index.n_chunks
     chunk_pos = index.positions["chunks"]
     col_key = index.m_smi.col_ids  # Python strings: a fixed-width copy held 220 MB at 302k chunks
@@ -89,7 +89,6 @@ def maps(index: Index) -> BridgeMaps:
         pages={k: np.asarray(sorted(v), dtype=np.int64) for k, v in pages.items()},
         chunk_subject=subject,
     )
-    _MAPS[index] = out
     return out
 
 

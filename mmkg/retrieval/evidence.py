@@ -11,7 +11,6 @@ knows nothing of evidence: it holds the tables these lookups are built from.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from mmkg.index.derived import derived
 from mmkg.retrieval.results import (
     EntityHit,
     ImageHit,
@@ -164,15 +164,9 @@ class Lookups:
         )
 
 
-_LOOKUPS: weakref.WeakKeyDictionary[Index, Lookups] = weakref.WeakKeyDictionary()
-
-
 def lookups(index: Index) -> Lookups:
     """Row lookups for evidence of one open index, built on first use and kept while the index is open."""
-    look = _LOOKUPS.get(index)
-    if look is None:
-        look = _LOOKUPS[index] = Lookups.build(index)
-    return look
+    return derived(index, "evidence.lookups", lambda: Lookups.build(index))
 
 
 def chunk_record(index: Index, chunk_id: str) -> dict | None:

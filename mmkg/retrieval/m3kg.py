@@ -45,8 +45,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import polars as pl
 
+from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
+from mmkg.retrieval.query_media import ocr_engine, shared
 from mmkg.retrieval.results import EntityHit, MediaSpan, RetrievalResult, chunk_spans
 
 if TYPE_CHECKING:
@@ -296,7 +298,7 @@ class M3KG(PresetStrategy):
         from mmkg.vision.base import GroundingTask
         from mmkg.vision.ocr import OcrGrounder
 
-        ocr = _cached(("ocr",), OcrGrounder)
+        ocr = shared(("ocr-grounder",), lambda: OcrGrounder(ocr_engine()))
         return [line.text for line in ocr.lines_for(GroundingTask(bytes_id(frame.read_bytes()), frame, []))]
 
     def _sentence_items(self, index: Index, text: str, mask: np.ndarray | None) -> dict[str, float]:
@@ -418,14 +420,14 @@ class M3KG(PresetStrategy):
             if name == "ocr":
                 from mmkg.vision.ocr import OcrGrounder
 
-                out.append(_cached(("ocr",), OcrGrounder))
+                out.append(shared(("ocr-grounder",), lambda: OcrGrounder(ocr_engine())))
             elif name == "ultralytics":
                 if not self.params.ultralytics_model:
                     raise ValueError("grounder ultralytics needs ultralytics_model: a local .pt checkpoint")
                 from mmkg.vision.detector import UltralyticsGrounder
 
                 model = self.params.ultralytics_model
-                out.append(_cached(("ultralytics", model), lambda m=model: UltralyticsGrounder(m)))
+                out.append(shared(("ultralytics", model), lambda m=model: UltralyticsGrounder(m)))
         return out
 
     def _llm_mask(self, triples: list[Triple], question: str, result: RetrievalResult) -> list[Triple]:
@@ -442,7 +444,7 @@ class M3KG(PresetStrategy):
         system, user = template.render(query=question, triplets=numbered)
         try:
             key = ("llm", backend, p.filter_model, p.filter_base_url)
-            generator = _cached(key, lambda: get_llm(backend, p.filter_model, **options))
+            generator = shared(key, lambda: get_llm(backend, p.filter_model, **options))
             answer = generator.generate(GenerationRequest(system, user, question, max_tokens=256)).text
         except (GenerationError, OSError, ValueError) as exc:
             result.notes.append(f"GRASP LLM mask failed ({exc}); all {len(triples)} triple(s) kept")
@@ -500,21 +502,13 @@ class ItemLinks:
     chunk_of_sentence: dict[str, str]
 
 
-_LINKS: dict[tuple[str, str], ItemLinks] = {}
-_OBJECTS: dict[tuple, Any] = {}
-
-
-def _cached(key: tuple, make: Any) -> Any:
-    if key not in _OBJECTS:
-        _OBJECTS[key] = make()
-    return _OBJECTS[key]
-
-
 def item_links(index: Index) -> ItemLinks:
-    """Triples and the items they link to: pictures shown with their chunk or showing their entities, sentences."""
-    cache_key = (str(index.root), index.version)
-    if cache_key in _LINKS:
-        return _LINKS[cache_key]
+    """Triples and the items they link to: pictures shown with their chunk or showing their entities, sentences
+    (built once per open index)."""
+    return derived(index, "m3kg.item_links", lambda: _item_links(index))
+
+
+def _item_links(index: Index) -> ItemLinks:
     rel = index.payload("relations") if index.has_payload("relations") else pl.DataFrame()
     relations = {r["relation_id"]: r for r in rel.iter_rows(named=True)}
     by_chunk: dict[str, list[str]] = defaultdict(list)
@@ -547,9 +541,6 @@ def item_links(index: Index) -> ItemLinks:
         chunks_of_image=dict(chunks_of_image),
         chunk_of_sentence=dict(index.sentences.select("sentence_id", "chunk_id").iter_rows()),
     )
-    if len(_LINKS) > 4:
-        _LINKS.pop(next(iter(_LINKS)))
-    _LINKS[cache_key] = links
     return links
 
 

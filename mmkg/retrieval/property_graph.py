@@ -20,7 +20,6 @@ lookups in memory. ``PropertyGraph.of(index)`` returns one shared view per open 
 from __future__ import annotations
 
 import math
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 
 if TYPE_CHECKING:
@@ -62,9 +62,6 @@ class Subgraph:
         return len(self.nodes)
 
 
-_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 class PropertyGraph:
     """The multi-level property graph of one open index version (lookups built on first use)."""
 
@@ -79,10 +76,7 @@ class PropertyGraph:
 
     @classmethod
     def of(cls, index: Index) -> PropertyGraph:
-        view = _VIEWS.get(index)
-        if view is None:
-            view = _VIEWS[index] = cls(index)
-        return view
+        return derived(index, "property_graph", lambda: cls(index))
 
     # -- entity sets ------------------------------------------------------------------------------
 

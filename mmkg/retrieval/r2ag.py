@@ -154,10 +154,10 @@ class R2AG(PresetStrategy):
             for iid, _ in same_pictures(index, query.image):
                 for key in sorted(pg.image_entities.get(iid, frozenset())):
                     add(key, pg.name(key), "picture")
-            from mmkg.vision.ocr import OcrEngine
+            from mmkg.retrieval.query_media import ocr_lines
 
-            for line in OcrEngine().read_path(query.image):
-                add_text(line.text, "ocr", raw_lines=True)
+            for line in ocr_lines(query.image):  # the process's OCR engine, not a new one per query
+                add_text(line, "ocr", raw_lines=True)
         return qe
 
     # -- retrieval ------------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ whole corpus.
 from __future__ import annotations
 
 import re
-import weakref
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
+
+from mmkg.index.derived import derived
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -168,12 +169,9 @@ def printed_labels(pages: dict[int, str], min_support: int = 3) -> dict[int, set
     return out
 
 
-_PAGE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _doc_pages(index: Index, doc_id: str) -> tuple[dict[int, str], dict[int, set[int]]]:
     """A document's page texts (from its chunks, in order) and printed labels, cached per open index."""
-    cache = _PAGE_CACHE.setdefault(index, {})
+    cache: dict[str, tuple[dict[int, str], dict[int, set[int]]]] = derived(index, "references.pages", dict)
     if doc_id not in cache:
         rows = (
             index.chunks.filter((pl.col("doc_id") == doc_id) & pl.col("page").is_not_null())

@@ -7,31 +7,22 @@ retrieval's, here.
 
 from __future__ import annotations
 
-import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mmkg.query import Query
+from mmkg.retrieval.query_media import ocr_lines
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
-
-#: one OCR engine per open index, made on first use: loading its models costs more than reading a picture
-_OCR: weakref.WeakKeyDictionary[Index, Any] = weakref.WeakKeyDictionary()
-
 
 def picture_texts(index: Index, image: str | Path) -> list[str]:
     """What the index's encoder reads in a query picture: its OCR lines for the text encoder, nothing for CLIP."""
     if index.manifest.encoder.backend != "text":
         return []
-    engine = _OCR.get(index)
-    if engine is None:
-        from mmkg.vision.ocr import OcrEngine
-
-        engine = _OCR[index] = OcrEngine()
-    return [line.text for line in engine.read_path(Path(image))]
+    return ocr_lines(image)  # one OCR engine per process (mmkg.retrieval.query_media)
 
 
 def image_vector(index: Index, image: str | Path) -> np.ndarray:
