@@ -243,6 +243,16 @@ def test_same_image_in_two_partitions_is_stored_once(tmp_path: Path, photo_path:
     assert list_partitions(root) == ["a", "b"]
 
 
+def test_a_folder_without_files_is_no_partition(tmp_path: Path):
+    root = tmp_path / "corpus"
+    (root / "full").mkdir(parents=True)
+    (root / "full" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    (root / "emptied" / "images").mkdir(parents=True)  # its files deleted, folders left behind
+    (root / "hidden_only").mkdir()
+    (root / "hidden_only" / ".DS_Store").write_bytes(b"x")
+    assert list_partitions(root) == ["full"]
+
+
 def test_missing_partition_folder_is_a_clear_error(tmp_path: Path):
     (tmp_path / "c").mkdir()
     with pytest.raises(FileNotFoundError, match=r"partition folder .*nope does not exist"):

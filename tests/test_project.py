@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -109,8 +108,10 @@ def test_build_edit_status_update_query_sql_export(project: Path):
                env={"MMKG_DATA_ROOT": str(other)})  # fmt: skip
     assert json.loads(info.stdout)["partitions"] == ["notes", "space"]
 
-    # a folder removed: update deletes its dynamic partition (the UI lists it no more) and publishes without it
-    shutil.rmtree(project / "corpus" / "notes")
+    # a folder emptied of its files (the folder left behind) is a folder removed: update deletes its dynamic
+    # partition (the UI lists it no more, and no empty run heads the assets) and publishes without it
+    (project / "corpus" / "notes" / "bridge.md").unlink()
+    assert (project / "corpus" / "notes").is_dir()
     status = json.loads(run(project, "index", "status", "--json").stdout)
     assert {r["partition"]: r["state"] for r in status["partitions"]} == {"notes": "removed", "space": "indexed"}
     run(project, "index", "update")
