@@ -100,8 +100,9 @@ def years_stated(text: str) -> tuple[tuple[int, int, int, int, int], ...]:
     "As of December 31, 2016 and 2017, ... was $2.4 billion and $3.0 billion" pairs $2.4 billion with 2016 and
     $3.0 billion with 2017; so does "$4.9 billion, $6.4 billion, and $8.8 billion for 2015, 2016, and 2017".
     Only runs of equal length pair, and only when the sentence holds one run of years of that length."""
-    years = [[int(y) for y in re.findall(_YEAR, m.group(0))] for m in _YEAR_RUN.finditer(text)]
-    spans = [(m.start(), m.end()) for m in _YEAR_RUN.finditer(text)]
+    runs = list(_YEAR_RUN.finditer(text))
+    years = [[int(y) for y in re.findall(_YEAR, m.group(0))] for m in runs]
+    spans = [(m.start(), m.end()) for m in runs]
     out: list[tuple[int, int, int, int, int]] = []
     for run in _VALUE_RUN.finditer(text):
         if any(a <= run.start() < b for a, b in spans):
@@ -115,21 +116,22 @@ def years_stated(text: str) -> tuple[tuple[int, int, int, int, int], ...]:
     return tuple(out)
 
 
+def _stated(text: str, a: int, b: int) -> tuple[int, int, int, int, int] | None:
+    """The entry of ``years_stated`` for the value at ``text[a:b]``, or None."""
+    return next((s for s in years_stated(text) if s[0] <= a < s[1] or a <= s[0] < b), None)
+
+
 def year_of(text: str, a: int, b: int) -> int | None:
     """The year a "respectively" sentence states the value at ``text[a:b]`` for, or None."""
-    for start, end, year, _, _ in years_stated(text):
-        if start <= a < end or a <= start < b:
-            return year
-    return None
+    stated = _stated(text, a, b)
+    return stated[2] if stated else None
 
 
 def run_of(text: str, a: int, b: int) -> tuple[int, int] | None:
     """The span of the coordinated run of values paired with years that holds ``text[a:b]``, or None: what
     the sentence says of the run ("Depreciation expense ... was") it says of each of its values."""
-    for start, end, _, run_start, run_end in years_stated(text):
-        if start <= a < end or a <= start < b:
-            return run_start, run_end
-    return None
+    stated = _stated(text, a, b)
+    return (stated[3], stated[4]) if stated else None
 
 
 @lru_cache(maxsize=4096)

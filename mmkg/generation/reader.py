@@ -706,8 +706,7 @@ class Reader:
         top = cands[0]
         text = top.text
         if vtype == "number":
-            text = _clean_number(text, q, top, next((x.scale for x in sentences if x.label == top.evidence
-                                                      and x.text == top.sentence), None))  # fmt: skip
+            text = _clean_number(top, q, sentences)
         elif vtype in ("person", "organization", "place"):
             text = _full_name(text, sentences)
         conf = self._confidence(cands)
@@ -742,10 +741,7 @@ class Reader:
             top = next((c for c in one.candidates if _number_value(c.text) is not None), None)
             if one.abstained or top is None:
                 return None
-            note = next((x.scale for x in sentences if x.label == top.evidence and x.text == top.sentence), None)
-            m = _NUMBER.search(top.text)
-            assert m is not None
-            stated = stated_scale(top.text, m.end()) or stated_scale(top.sentence, top.end, note)
+            stated = _candidate_scale(top, sentences)
             value = _number_value(top.text)
             assert value is not None
             read.append((top, value * (stated or 1.0), stated, top.text.strip().endswith("%"), one))
@@ -964,6 +960,7 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
         return []
     text = " ".join(f"{s.title} {s.text}" for s in sentences) + " " + also
     vocab = {t.lower() for t in _NAME_WORD.findall(text)}
+    stems = {stem(v) for v in vocab}
     out = []
     for w in words:
         if any(ch.isdigit() for ch in w):
@@ -972,7 +969,7 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
                 continue
         else:
             low = w.lower()
-            if low in vocab or stem(low) in {stem(v) for v in vocab if v[:2] == low[:2]}:
+            if low in vocab or stem(low) in stems:
                 continue
             limit = 1 if len(low) < 8 else 2
             if len(low) >= 5 and process.extractOne(low, vocab, scorer=Levenshtein.distance,
@@ -1062,22 +1059,30 @@ def _same_place(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b[:4]) or b.startswith(a[:4]))
 
 
-def _clean_number(text: str, q: QuestionAnalysis, c: Candidate | None = None, note: float | None = None) -> str:
-    """A number as an answer: no thousands commas or currency sign; a percentage keeps its % when one is asked;
-    at the scale and precision the question asks (``mmkg.generation.quantities``), the candidate's own scale
-    read from its scale word ("$3.0 billion") or its chunk's statement ``note``."""
-    m = _NUMBER.search(text)
+def _clean_number(c: Candidate, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> str:
+    """A number candidate as an answer: no thousands commas or currency sign; a percentage keeps its % when one
+    is asked; at the scale and precision the question asks (``mmkg.generation.quantities``), from the
+    candidate's own scale (``_candidate_scale``)."""
+    m = _NUMBER.search(c.text)
     if not m:
-        return text
+        return c.text
     num = m.group(0).replace(",", "").replace("$", "")
     if q.count:
         return num.rstrip("%")
     if (q.scale is not None or q.decimals is not None) and not num.endswith("%"):
-        stated = stated_scale(text, m.end()) or (stated_scale(c.sentence, c.end, note) if c is not None else note)
         value = _number_value(num)
         if value is not None:
-            return as_asked(value, stated, q.scale, q.decimals)
+            return as_asked(value, _candidate_scale(c, sentences), q.scale, q.decimals)
     return num
+
+
+def _candidate_scale(c: Candidate, sentences: Sequence[_Sentence]) -> float | None:
+    """The scale a number candidate is written at: a scale word in or after it ("$3.0 billion"), else the
+    statement note of its chunk ("(in thousands)"); None for a plain number."""
+    m = _NUMBER.search(c.text)
+    own = stated_scale(c.text, m.end()) if m else None
+    note = next((x.scale for x in sentences if x.label == c.evidence and x.text == c.sentence), None)
+    return own or stated_scale(c.sentence, c.end, note)
 
 
 def _places(text: str) -> int:
