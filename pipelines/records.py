@@ -86,19 +86,44 @@ def latest_storage_ids(instance: DagsterInstance, key: AssetKey, partitions: Ite
     return {p: i for p, i in ids.items() if p in wanted}
 
 
-def recorded_fingerprints(instance: DagsterInstance, partitions: Iterable[str]) -> dict[str, str]:
-    """The corpus fingerprint each partition's latest ``documents`` materialization was read from."""
-    ids = latest_storage_ids(instance, DOCUMENTS, partitions)
+def latest_documents(instance: DagsterInstance, ids: dict[str, int]) -> list:
+    """The ``documents`` materialization records of ``ids`` (partition -> storage id, ``latest_storage_ids``)."""
     if not ids:
-        return {}
-    records = instance.fetch_materializations(
+        return []
+    return instance.fetch_materializations(
         AssetRecordsFilter(asset_key=DOCUMENTS, storage_ids=list(ids.values())), limit=len(ids)
     ).records
+
+
+def fingerprints_of(records: Iterable) -> dict[str, str]:
+    """Partition -> the corpus fingerprint its ``documents`` materialization record was read from."""
     out: dict[str, str] = {}
     for r in records:
         mat = r.asset_materialization
         if mat is not None and mat.partition and FINGERPRINT_KEY in mat.metadata:
             out[mat.partition] = str(mat.metadata[FINGERPRINT_KEY].value)
+    return out
+
+
+def recorded_fingerprints(instance: DagsterInstance, partitions: Iterable[str]) -> dict[str, str]:
+    """The corpus fingerprint each partition's latest ``documents`` materialization was read from."""
+    return fingerprints_of(latest_documents(instance, latest_storage_ids(instance, DOCUMENTS, partitions)))
+
+
+def incomplete_partitions(instance: DagsterInstance, doc_ids: dict[str, int], partitions: Iterable[str]) -> set[str]:
+    """Of ``partitions``, those where some partitioned asset has no materialization since the partition's last
+    ``documents`` one (``doc_ids``: partition -> its storage id), e.g. after a failed run."""
+    partitioned, _ = asset_keys(instance)
+    rest = list(partitions)
+    out: set[str] = set()
+    for key in partitioned:
+        if not rest:
+            break
+        ids = latest_storage_ids(instance, key, rest)
+        for p in list(rest):
+            if ids.get(p, -1) < doc_ids[p]:
+                out.add(p)
+                rest.remove(p)
     return out
 
 
@@ -109,24 +134,16 @@ def stale_partitions(instance: DagsterInstance, current: dict[str, str]) -> dict
     partitioned asset has no materialization since the last ``documents`` one, e.g. a failed run).
     """
     keys = list(current)
-    recorded = recorded_fingerprints(instance, keys)
     doc_ids = latest_storage_ids(instance, DOCUMENTS, keys)
-    partitioned, _ = asset_keys(instance)
+    recorded = fingerprints_of(latest_documents(instance, doc_ids))
     stale: dict[str, str] = {}
     for p in keys:
         if p not in doc_ids:
             stale[p] = "never indexed"
         elif recorded.get(p) != current[p]:
             stale[p] = "changed"
-    rest = [p for p in keys if p not in stale]
-    for key in partitioned:
-        if not rest:
-            break
-        ids = latest_storage_ids(instance, key, rest)
-        for p in list(rest):
-            if ids.get(p, -1) < doc_ids[p]:
-                stale[p] = "incomplete"
-                rest.remove(p)
+    for p in incomplete_partitions(instance, doc_ids, [p for p in keys if p not in stale]):
+        stale[p] = "incomplete"
     return dict(sorted(stale.items()))
 
 

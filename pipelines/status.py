@@ -59,27 +59,29 @@ def _records(data_root: Path, keys: list[str]) -> dict:
     partition: each one's recorded fingerprint, last ingest and whether all its assets ran since; the
     registered partitions; whether a publish is due."""
     # Dagster's records only (pipelines.records): not the asset modules, which import spaCy, torch and LanceDB
-    from dagster import AssetRecordsFilter
-
     from pipelines.build import dagster_instance
-    from pipelines.records import DOCUMENTS, latest_storage_ids, publish_check, recorded_fingerprints, stale_partitions
+    from pipelines.records import (
+        DOCUMENTS,
+        fingerprints_of,
+        incomplete_partitions,
+        latest_documents,
+        latest_storage_ids,
+        publish_check,
+    )
 
     instance = dagster_instance(data_root)
     registered = sorted(instance.get_dynamic_partitions("corpus"))
     covered = sorted(set(keys) | set(registered))
-    recorded = recorded_fingerprints(instance, covered)
-    # a partition whose recorded fingerprint is taken as current is stale only when incomplete
-    incomplete = [p for p, why in stale_partitions(instance, recorded).items() if why == "incomplete"]
-    last: dict[str, str] = {}
     ids = latest_storage_ids(instance, DOCUMENTS, covered)
-    if ids:
-        records = instance.fetch_materializations(
-            AssetRecordsFilter(asset_key=DOCUMENTS, storage_ids=list(ids.values())), limit=len(ids)
-        ).records
-        for r in records:
-            if r.asset_materialization is not None and r.asset_materialization.partition:
-                when = datetime.fromtimestamp(r.timestamp, UTC).isoformat(timespec="seconds")
-                last[r.asset_materialization.partition] = when
+    records = latest_documents(instance, ids)  # one read gives each partition's fingerprint and its time
+    recorded = fingerprints_of(records)
+    # a partition whose recorded fingerprint is current is stale only when incomplete (index_status decides)
+    incomplete = sorted(incomplete_partitions(instance, ids, sorted(recorded)))
+    last: dict[str, str] = {}
+    for r in records:
+        if r.asset_materialization is not None and r.asset_materialization.partition:
+            when = datetime.fromtimestamp(r.timestamp, UTC).isoformat(timespec="seconds")
+            last[r.asset_materialization.partition] = when
     publish_needed = publish_check(instance, registered, data_root / "index").needed
     return {"covered": covered, "indexed": sorted(ids), "recorded": recorded, "incomplete": incomplete,
             "last_ingest": last, "publish_needed": publish_needed}  # fmt: skip
