@@ -274,6 +274,22 @@ def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
     assert "Ulla Vik" in ans.reason and {s.label for s in ans.support} == {1, 2}  # the bridge's sentence is cited
 
 
+def test_a_nationality_is_read_from_what_the_text_says_someone_is():
+    # no sentence says "nationality": the description of the director ("is a Norwegian film director") does,
+    # and a song's page names its performer's ("by Chilean singer Rosa Pino")
+    ev = _pages(
+        ("Cold Harbour", "Cold Harbour is a 1958 drama film directed by Ivar Lunde. It was shot in Lisbon, Portugal."),
+        ("Ivar Lunde", "Ivar Lunde (1910–1977) was a Norwegian film director. He worked in Sweden and France."),
+    )  # fmt: skip
+    reader = Reader(min_confidence=0.0)
+    ans = reader.read(analyze("What nationality is the director of film Cold Harbour?"), None, ev)
+    assert ans.text == "Norwegian", ans.candidates
+    assert ans.candidates[0].features["relation"] == 1.0 and ans.confidence >= 0.25  # answered, not declined
+    ev = _pages(("Blue Shore", "Blue Shore is a song by Chilean singer Rosa Pino from her album Tide, released in "
+                               "Spain and Mexico."))  # fmt: skip
+    assert reader.read(analyze("Which country is the performer of song Blue Shore from?"), None, ev).text == "Chilean"
+
+
 def test_a_name_is_answered_as_the_title_of_its_own_page():
     ev = _pages(
         ("Brook Abbey", "Brook Abbey was founded in 1140 by John of Alder on land given by the crown."),

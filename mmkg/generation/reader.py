@@ -422,6 +422,8 @@ class Reader:
         for text, label, a, b in spans:
             if _END_STOP.search(text):  # "Sweden." at the end of a sentence: the full stop is no part of the name
                 text, b = text[:-1], b - 1
+            bare = text.rstrip(",;: ")  # "Glen Cove," as NER cut it from "Glen Cove, Long Island"
+            text, b = bare, b - (len(text) - len(bare))
             n = normalize(text)
             if not n or (f" {n} " in qn and q.answer_type != "choice"):
                 continue  # the question's own words are not its answer
@@ -530,6 +532,8 @@ class Reader:
                     f["near"] = min(f["near"], TABLE_UNLABELLED)  # a table as page text: nearness says nothing
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
                     f["inner"] = _inner_place(s.text, a, b)
+                elif value_type == "place" and _described(s.text, a, b, label):
+                    f["relation"] = 1.0  # the sentence says what its subject is, and this is the subject's country
                 score = sum(self.weights[k] * v for k, v in f.items())
                 if value_type == "number" and q.years and _other_year(s.text, a, b, q.years):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
@@ -991,6 +995,24 @@ def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     if dash is None or not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
         return ()
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
+
+
+# "is a Chinese American actor", "is a 1935 British crime film", "is a director from Denmark": the copular
+# description of a page's subject, where a nationality word or a country says what the subject is
+_DESCRIPTION = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?:\d{4}\s+)?"
+                          r"(?:(?:[A-Z][\w'’-]*\s+)*|[^.;]{0,60}?\bfrom\s+)$")
+
+
+_TITLED = re.compile(r"^\s+(?:[a-z][\w-]*,?\s+){1,3}[A-Z]")  # "American singer and songwriter Alicia Keys"
+
+
+def _described(text: str, a: int, b: int, label: str) -> bool:
+    """Whether a nationality word or country at ``text[a:b]`` qualifies what a sentence says someone is: "X is a
+    Chinese American actor" or "a song by American singer Alicia Keys" states a nationality without the word."""
+    if label == "NORP" and _TITLED.match(text[b:]):
+        return True
+    return bool(_DESCRIPTION.search(text[:a])) and (bool(re.match(r"\s+[A-Za-z]", text[b:])) or
+                                                    text[:a].rstrip().endswith("from"))
 
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
