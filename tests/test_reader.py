@@ -290,6 +290,34 @@ def test_a_nationality_is_read_from_what_the_text_says_someone_is():
     assert reader.read(analyze("Which country is the performer of song Blue Shore from?"), None, ev).text == "Chilean"
 
 
+def test_of_two_parents_the_father_is_named_first_and_the_mother_second():
+    ev = _pages(("Ada Holm", "Ada Holm (1801–1870) was the daughter of Henry Stuart, Duke of Lund, and Mary Howard. "
+                             "She married Prince Charles Ford of Aros."))  # fmt: skip
+    reader = Reader(min_confidence=0.0)
+    assert reader.read(analyze("Who is Ada Holm's mother?"), None, ev).text == "Mary Howard"
+    assert reader.read(analyze("Who is the father of Ada Holm?"), None, ev).text == "Henry Stuart"
+    # "his wife" names a mother; a parent's own parent in an apposition is no parent of the subject
+    ev = _pages(("Ada Holm", "Ada Holm was the elder daughter of Prince Arthur Grey, third son of Queen Sofia Grey "
+                             "of Aros, and his wife Princess Louise Margaret of Vik."))  # fmt: skip
+    ans = reader.read(analyze("Who is Ada Holm's father?"), None, ev)
+    assert ans.text == "Arthur Grey", ans.candidates
+    roles = {c.text: c.features.get("parent") for c in ans.candidates}
+    assert roles["Arthur Grey"] == 1.0 and roles["Louise Margaret"] == -1.0
+    assert all(role is None for name, role in roles.items() if "Sofia" in name)
+
+
+def test_a_maternal_grandmother_is_the_mother_of_the_mother():
+    q = analyze("Who is the maternal grandmother of Eva Lind?")
+    assert q.bridge == "mother" and q.second_hop_relation == ("mothe",)
+    ev = _pages(
+        ("Eva Lind", "Eva Lind (1850–1901) was a Danish painter, the daughter of Carl Lind and Ida Vang."),
+        ("Ida Vang", "Ida Vang (1820–1880) was the daughter of Count Nils Vang and Sara Moe. She married Carl Lind."),
+    )  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    assert ans.text == "Sara Moe", (ans.reason, ans.candidates)
+    assert "Ida Vang" in ans.reason
+
+
 def test_a_name_is_answered_as_the_title_of_its_own_page():
     ev = _pages(
         ("Brook Abbey", "Brook Abbey was founded in 1140 by John of Alder on land given by the crown."),

@@ -156,8 +156,10 @@ class QuestionAnalysis:
 
     @property
     def second_hop_relation(self) -> tuple[str, ...]:
-        """The relation (stems) asked of the bridge: ``relation`` without the first hop's words."""
-        return tuple(r for r in self.relation if r not in self.first_hop)
+        """The relation (stems) asked of the bridge: ``relation`` without the first hop's words. A kinship asked
+        twice (a maternal grandmother is the mother's mother) keeps it: the bridge's page names the mother too."""
+        rest = tuple(r for r in self.relation if r not in self.first_hop)
+        return rest or (self.relation if self.bridge in _KIN else ())
 
     @property
     def second_hop_words(self) -> tuple[str, ...]:

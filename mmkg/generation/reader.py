@@ -65,7 +65,8 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
-           "inner": 0.4, "cell": 1.0}
+           "inner": 0.4, "cell": 1.0, "parent": 1.0}
+_OCCASIONAL = frozenset({"cell", "parent"})  # features only some candidates have: no part of the others' total
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
@@ -484,6 +485,9 @@ class Reader:
             cover *= 0.5 + 0.5 * (len(row & asked) / len(row)) if row else 1.0
         features = {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about,
                     "graph": graph, "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
+        parent = "fathe" if "fathe" in rel else "mothe" if "mothe" in rel else ""
+        if parent and (role := _parent_role(s.text, a - shift, b - shift) if continues else _parent_role(s.text, a, b)):
+            features["parent"] = 1.0 if stem(role) == parent else -1.0  # the father asked, the mother named
         if cell is not None:  # the row and the column say what the question asks: the table states the answer
             features["cell"] = cover * near
         return features
@@ -609,8 +613,9 @@ class Reader:
         return round(1.0 - len(missing) / len(words), 3), missing
 
     def _total(self, c: Candidate) -> float:
-        """The most a candidate could have scored: a table cell's weight counts only for table cells."""
-        return sum(w for k, w in self.weights.items() if k != "cell" or "cell" in c.features)
+        """The most a candidate could have scored: a table cell's weight counts only for table cells, a parent's
+        role only for a candidate a sentence names as a parent."""
+        return sum(w for k, w in self.weights.items() if k not in _OCCASIONAL or k in c.features)
 
     def _confidence(self, cands: Sequence[Candidate]) -> float:
         top = cands[0].score / self._total(cands[0])
@@ -1013,6 +1018,30 @@ def _described(text: str, a: int, b: int, label: str) -> bool:
         return True
     return bool(_DESCRIPTION.search(text[:a])) and (bool(re.match(r"\s+[A-Za-z]", text[b:])) or
                                                     text[:a].rstrip().endswith("from"))
+
+
+_CHILD_OF = re.compile(r"\b(?:son|daughter|child|children|sons|daughters|heir)\s+of\s+", re.IGNORECASE)
+_SPOUSE_BEFORE = re.compile(r"\b(?:his|her)\s+(wife|husband)\s*,?\s*(?:[A-Z][\w.]*\s+)?$", re.IGNORECASE)
+_TITLE_WORDS = re.compile(r"^(?:[A-Z][\w.]*\s+){0,2}$")  # "King ", "the Emperor ": a title before the first parent
+
+
+def _parent_role(text: str, a: int, b: int) -> str:
+    """"father" or "mother" when a sentence names the person at ``text[a:b]`` as one of two parents: "the
+    daughter of Henry II, Duke of Brabant, and Marie of Hohenstaufen" names the father first and the mother
+    second (the convention of biographies), "... and his wife Adelaide" a mother. "" when it says neither."""
+    spouse = _SPOUSE_BEFORE.search(text[max(0, a - 40) : a])
+    if spouse:
+        return "mother" if spouse.group(1).lower() == "wife" else "father"
+    window = text[max(0, a - 200) : a]
+    hits = list(_CHILD_OF.finditer(window))
+    if len(hits) != 1:  # none, or "daughter of Prince Arthur, third son of Queen Victoria": a grandparent
+        return ""
+    between = window[hits[0].end() :]
+    if ";" in between or ". " in between:
+        return ""
+    if _TITLE_WORDS.match(between):  # the first parent named: the father, when a second follows
+        return "father" if re.match(r"[^.;]{0,120}?\band\s", text[b:]) else ""
+    return "mother" if re.search(r"\band\s+(?:(?:his\s+)?wife\s+)?$", between) else ""
 
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
