@@ -150,45 +150,63 @@ def test_status_reads_its_snapshot_until_the_instance_changes(project: Path):
     assert json.loads(snap.read_text(encoding="utf-8"))["signature"] != data["signature"]
 
 
-@pytest.mark.slow
-def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
-    """`mmkg serve --corpus corpus` from the project: an upload starts `mmkg index update` in the server, the new
-    version is served once published (a query finds the upload), and deleting the partition's last file removes
-    the folder and, after the next update, the partition."""
-    import time
-
+@contextlib.contextmanager
+def _serving(project: Path) -> Iterator:
+    """`mmkg serve --corpus corpus` from the project (re-indexing after uploads), stopped on exit; no traceback in
+    its log. Yields the test_api ``Server``."""
     from conftest import free_port, stop_process_group, wait_until_up
-    from test_api import Server, multipart
+    from test_api import Server
 
-    run(project, "index", "build")
     port = free_port()
-    log = project.parent / "serve.log"
+    log = project.parent / f"serve-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MMKG_", "DAGSTER_"))}
     with log.open("wb") as out:
         proc = subprocess.Popen([MMKG, "serve", "--corpus", "corpus", "--port", str(port)], cwd=project, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     srv = Server(f"http://127.0.0.1:{port}", proc, log)
-
-    def settled(timeout: float = 300) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            state = srv.json("GET", "/index/reindex")[1]
-            if state["state"] == "idle" and not state["queued"]:
-                return state
-            time.sleep(1)
-        raise AssertionError(f"the update did not finish in {timeout} s: {state}")
-
-    def served(partitions: list[str], timeout: float = 30) -> dict:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:  # the holder looks for a newer version at most once a second
-            info = srv.json("GET", "/index")[1]
-            if info["partitions"] == partitions:
-                return info
-            time.sleep(0.5)
-        raise AssertionError(f"never served {partitions}: {info}")
-
     try:
         wait_until_up(proc, lambda: srv.call("GET", "/health", timeout=2)[0] == 200, "mmkg serve", log, timeout=120)
+        yield srv
+    finally:
+        stop_process_group(proc)
+    assert "Traceback" not in log.read_text()
+
+
+def _settled(srv, timeout: float = 300) -> dict:
+    """The server's re-index state once no update runs or waits."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = srv.json("GET", "/index/reindex")[1]
+        if state["state"] == "idle" and not state["queued"]:
+            return state
+        time.sleep(1)
+    raise AssertionError(f"the update did not finish in {timeout} s: {state}")
+
+
+def _served(srv, partitions: list[str], timeout: float = 30) -> dict:
+    """``GET /index`` once the server serves exactly ``partitions``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:  # the holder looks for a newer version at most once a second
+        info = srv.json("GET", "/index")[1]
+        if info["partitions"] == partitions:
+            return info
+        time.sleep(0.5)
+    raise AssertionError(f"never served {partitions}: {info}")
+
+
+@pytest.mark.slow
+def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
+    """`mmkg serve --corpus corpus` from the project: an upload starts `mmkg index update` in the server, the new
+    version is served once published (a query finds the upload), and deleting the partition's last file removes
+    the folder and, after the next update, the partition."""
+    from test_api import multipart
+
+    run(project, "index", "build")
+    with _serving(project) as srv:
         before = srv.json("GET", "/index")[1]
         idle = srv.json("GET", "/index/reindex")[1]
         assert (idle["state"], idle["runs"], idle["last"]) == ("idle", 0, None)
@@ -198,9 +216,9 @@ def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
         res = json.loads(raw)
         assert code == 201 and "mmkg index update" in res["picked_up_by"], res
         assert res["reindex"]["runs"] == 1 and res["reindex"]["state"] in ("running", "idle")
-        state = settled()
+        state = _settled(srv)
         assert state["last"]["returncode"] == 0, state["tail"]
-        info = served(["ferries", "space"])
+        info = _served(srv, ["ferries", "space"])
         assert info["version"] != before["version"]
         hits = srv.json("POST", "/query", {"text": "Which ferry sails from Tromso to Harstad?", "k": 3})[1]
         assert "Nordlys" in hits["chunks"][0]["text"]
@@ -210,13 +228,73 @@ def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
         code, res = srv.json("DELETE", "/documents/ferries/ferries.md")
         assert code == 200 and res["removed"]["partition_removed"] is True and res["reindex"]["runs"] == 2
         assert not (project / "corpus" / "ferries").exists()
-        assert settled()["last"]["returncode"] == 0
-        served(["space"])
-    finally:
-        stop_process_group(proc)
-    assert "Traceback" not in log.read_text()
+        assert _settled(srv)["last"]["returncode"] == 0
+        _served(srv, ["space"])
     status = json.loads(run(project, "index", "status", "--json").stdout)
     assert [(r["partition"], r["state"]) for r in status["partitions"]] == [("space", "indexed")]
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_index_view_uploads_and_follows_the_reindex_in_chromium(project: Path, tmp_path: Path):
+    """The page's Index view as a user drives it: upload a file into a new partition, watch the re-index run
+    and the new version come in (the document listed, the view redrawn by itself), ask about it, then remove
+    it again. Screenshots: test-artifacts/web-upload*.png (docs/ keeps copies)."""
+    from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _ready
+
+    _ready()
+    from playwright.sync_api import sync_playwright
+
+    run(project, "index", "build")
+    upload = tmp_path / "lighthouses.md"
+    upload.write_text("# Lighthouses\n\nThe lighthouse at Lindesnes was first lit in 1655 and guards the southern "
+                      "tip of Norway.\n", encoding="utf-8")  # fmt: skip
+    ARTIFACTS.mkdir(exist_ok=True)
+    with _serving(project) as srv, sync_playwright() as p:
+        before = srv.json("GET", "/index")[1]["version"]
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1300, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("dialog", lambda d: d.accept())  # the removal asks to confirm
+            page.goto(srv.url + "/#index", timeout=60_000)
+            page.get_by_text("Add documents").wait_for(timeout=60_000)
+            page.fill("#upload-partition", "lighthouses")
+            page.set_input_files("#upload-files", str(upload))
+            page.click("#upload-form button[type=submit]")
+            page.get_by_text("saved lighthouses.md into lighthouses").wait_for(timeout=30_000)
+            page.locator("#reindex-note", has_text="re-indexing").wait_for(timeout=30_000)  # follows the update
+            page.screenshot(path=str(ARTIFACTS / "web-upload.png"), full_page=True)
+            # ... and redraws once the new version is served
+            page.locator("#reindex-note", has_text="re-indexed: version").wait_for(timeout=300_000)
+            after = srv.json("GET", "/index")[1]
+            assert after["version"] != before and after["partitions"] == ["lighthouses", "space"]
+            assert after["version"] in page.inner_text("#reindex-note")
+            assert after["version"] in page.inner_text("#version")  # the header names the served version too
+            assert page.locator('button.remove[data-path="lighthouses/lighthouses.md"]').count() == 1
+            assert "lighthouses/lighthouses.md" in page.inner_text("#index-body")
+            page.screenshot(path=str(ARTIFACTS / "web-upload-done.png"), full_page=True)
+            hits = srv.json("POST", "/query", {"text": "When was the Lindesnes lighthouse first lit?", "k": 3})[1]
+            assert "1655" in hits["chunks"][0]["text"]
+
+            # a refused upload says why and starts nothing
+            runs = srv.json("GET", "/index/reindex")[1]["runs"]
+            page.fill("#upload-partition", "../outside")
+            page.set_input_files("#upload-files", str(upload))
+            page.click("#upload-form button[type=submit]")
+            page.locator("#upload-note.error").wait_for(timeout=30_000)
+            assert "outside" in page.inner_text("#upload-note")
+            assert srv.json("GET", "/index/reindex")[1]["runs"] == runs
+
+            page.click('button.remove[data-path="lighthouses/lighthouses.md"]')
+            page.get_by_text("removed lighthouses/lighthouses.md").wait_for(timeout=30_000)
+            page.locator("#reindex-note", has_text="re-indexed: version").wait_for(timeout=300_000)
+            assert srv.json("GET", "/index")[1]["partitions"] == ["space"]
+            assert "lighthouses/lighthouses.md" not in page.inner_text("#index-body")
+            assert not errors, errors
+        finally:
+            browser.close()
 
 
 def _graphql(url: str, query: str) -> dict:

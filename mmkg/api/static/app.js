@@ -524,13 +524,109 @@ function table(columns, rows) {
 
 const num = (v) => (typeof v === "number" ? v.toLocaleString("en") : v);
 
+// -- documents: upload into a partition folder, remove one, and follow the server's re-index -----------------
+
+async function sendDocuments(method, path, form) {
+  // the body is read whatever the status: a 400 of an upload lists every file it refused, with the reason
+  const res = await fetch(path, { method, body: form, headers: headers() });
+  if (res.status === 401) throw new Error("this server needs an API key: enter it on the Ask view");
+  const body = res.headers.get("content-type")?.includes("json") ? await res.json() : {};
+  if (!res.ok && !body.rejected) throw new Error(body.error || `${res.status} ${res.statusText}`);
+  return body;
+}
+
+function uploadForm(partitions) {
+  const list = el("datalist", { id: "partition-names" }, ...partitions.map((p) => el("option", { value: p.partition })));
+  const form = el("form", { id: "upload-form", class: "row" },
+    el("label", {}, "partition ", el("input", { id: "upload-partition", list: "partition-names", required: "",
+      placeholder: "folder name", autocomplete: "off" })),
+    el("label", {}, "files ", el("input", { id: "upload-files", type: "file", multiple: "", required: "" })),
+    el("label", {}, el("input", { id: "upload-overwrite", type: "checkbox" }), " replace files of the same name"),
+    el("button", { type: "submit" }, "Upload"), list);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const data = new FormData();
+    data.append("partition", $("upload-partition").value.trim());
+    data.append("overwrite", $("upload-overwrite").checked ? "true" : "false");
+    for (const f of $("upload-files").files) data.append("files", f, f.name);
+    note("uploading…");
+    try {
+      const out = await sendDocuments("POST", "/documents", data);
+      const saved = out.saved.map((f) => f.name).join(", ");
+      const refused = out.rejected.map((r) => `${r.name}: ${r.reason}`).join("; ");
+      note([saved ? `saved ${saved} into ${out.partition}; ${out.picked_up_by}` : "",
+        refused ? `refused ${refused}` : ""].filter(Boolean).join(" · "), !saved);
+      if (saved) followReindex();
+    } catch (e) { note(e.message, true); }
+  });
+  return form;
+}
+
+function note(text, error = false, id = "upload-note") {  // the documents' status lines: what was sent, the re-index
+  const line = $(id);
+  if (!line) return;
+  line.className = error ? "error" : "dim";
+  line.textContent = text;
+}
+
+function removeButton(row) {
+  const button = el("button", { class: "remove", type: "button", title: `remove ${row.source_path} from the corpus`,
+    "data-path": row.source_path }, "remove");
+  button.addEventListener("click", () => removeDocument(row.partition, row.source_path.slice(row.partition.length + 1)));
+  return button;
+}
+
+async function removeDocument(partition, path) {
+  if (!confirm(`Remove ${partition}/${path} from the corpus? The next update drops it from the index.`)) return;
+  try {
+    const out = await sendDocuments("DELETE", `/documents/${encodeURIComponent(partition)}/` +
+      path.split("/").map(encodeURIComponent).join("/"));
+    note(`removed ${partition}/${path}; ${out.picked_up_by}`);
+    followReindex();
+  } catch (e) { note(e.message, true); }
+}
+
+let following = null;
+async function followReindex(from = state.served, since = Date.now()) {
+  // poll the server's re-index while it runs; once idle, wait (up to 20 s) for the new version to be served, redraw
+  clearTimeout(following);
+  following = null;
+  if (location.hash !== "#index") return;
+  let r;
+  try { r = await api("/index/reindex"); } catch (e) { note(e.message, true, "reindex-note"); return; }
+  if (r.state === "off") { note(r.how, false, "reindex-note"); return; }
+  if (r.state === "running" || r.queued) {
+    const line = (r.tail || []).filter((l) => l.trim() && !l.startsWith("== ")).pop();  // not the command's header
+    const now = r.running ? `updating since ${r.running.started_at} (${r.running.reason})` : "queued";
+    note(`re-indexing: ${now}${line ? ` · ${line}` : ""}`, false, "reindex-note");
+    const shown = document.querySelector(".reindex-status");  // the section below, drawn before the update began
+    if (shown) shown.textContent = now + (r.queued ? "; another update is queued" : "");
+    following = setTimeout(() => followReindex(from, since), 1500);
+    return;
+  }
+  if (r.last && r.last.returncode !== 0) {
+    await showIndex();
+    note(`the update failed (exit ${r.last.returncode ?? "not started"}): its log is under "Re-index after uploads"`,
+      true, "reindex-note");
+    return;
+  }
+  const now = (await api("/index").catch(() => ({}))).version;
+  if (now === from && Date.now() - since < 20_000) {  // published: the server loads a new version within a second
+    following = setTimeout(() => followReindex(from, since), 1000);
+    return;
+  }
+  await showIndex();
+  note(now !== from ? `re-indexed: version ${now} is served` : "re-indexed: nothing new to serve", false,
+    "reindex-note");
+}
+
 async function showIndex() {
   const body = $("index-body");
   $("index-status").className = "dim";
   $("index-status").textContent = "reading the index…";
-  let o;
+  let o, accepts = false;
   try {
-    o = await api("/index/overview");
+    [o, { documents: accepts }] = await Promise.all([api("/index/overview"), api("/index")]);
   } catch (e) {
     body.replaceChildren();
     $("index-status").className = "error";
@@ -538,14 +634,22 @@ async function showIndex() {
     return;
   }
   $("index-status").textContent = "";
+  state.served = o.version;
+  $("version").textContent = `index ${o.version} · ${o.encoder}`;
   const counts = Object.entries(o.counts).map(([k, v]) => `${num(v)} ${k}`).join(" · ");
-  const parts = [
+  const parts = [];
+  if (accepts) {  // this server accepts documents (mmkg serve --corpus): the corpus folder's upload
+    parts.push(el("h2", {}, "Add documents"), uploadForm(o.partitions), el("p", { id: "upload-note", class: "dim" },
+      o.reindex ? "the server re-indexes after an upload" : "this server does not re-index: see GET /index/reindex"),
+    el("p", { id: "reindex-note", class: "dim", role: "status" }));
+  }
+  parts.push(
     el("h2", {}, "Served version"),
     el("p", {}, el("code", {}, o.version), ` published ${o.created_at} · encoder ${o.encoder}`),
     el("p", { class: "dim" }, counts),
     el("h2", {}, "Last build"),
     el("p", { class: "build-status" }, o.build.status),
-  ];
+  );
   if (o.build.published) {
     parts.push(el("p", { class: "dim" }, `recorded ${o.build.recorded_at}: published ${o.build.published} ` +
       `(${o.build.partitions.length} partition(s))`));
@@ -578,8 +682,10 @@ async function showIndex() {
     ["partitions", "partitions", (v, r) => (r.error ? el("span", { class: "error" }, r.error) : (v || []).join(", "))],
     ["counts", "chunks", (v) => num(v?.chunks)],
   ], o.versions));
+  const removable = (r) => accepts && r.source_path.startsWith(`${r.partition}/`) && !/[#!]/.test(r.source_path);
   const docs = table([
     ["partition", "partition"], ["source_path", "file"], ["title", "title"], ["kind", "kind"], ["chunks", "chunks", num],
+    ...(accepts ? [["doc_id", "", (v, r) => removable(r) ? removeButton(r) : ""]] : []),
   ], o.documents.rows);
   parts.push(el("h2", {}, `Documents (${num(o.documents.total)})`),
     o.documents.total > 30 ? el("details", {}, el("summary", {}, "show them"), docs) : docs);
@@ -594,6 +700,7 @@ async function showIndex() {
         ["reason", "reason"]], o.rejected.rows));
   } else parts.push(el("p", { class: "dim" }, "none: every file was read as it is"));
   body.replaceChildren(...parts);
+  if (o.reindex && (o.reindex.state === "running" || o.reindex.queued) && !following) followReindex();
 }
 
 function route() {
