@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import polars as pl
-import spacy
-from spacy.language import Language
 
 from mmkg import schemas
 from mmkg.ids import content_id
+from mmkg.spacy_import import Language, spacy
 from mmkg.vision.page_text import SOURCE_OCR, extended_text
 
 _BLOCK_BREAK = re.compile(r"\n[ \t]*\n\s*")

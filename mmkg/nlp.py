@@ -19,14 +19,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import polars as pl
-import spacy
-from spacy.language import Language
-from spacy.tokens import Doc
 
 from mmkg import schemas
 from mmkg.atomic import atomic_path
 from mmkg.entities import TITLE_LABEL, canonical_key, is_relational
 from mmkg.ids import content_id
+from mmkg.spacy_import import Doc, Language, spacy
 from mmkg.worker_init import parser_worker
 
 Progress = Callable[[int, int], None]

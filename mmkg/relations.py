@@ -63,9 +63,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from spacy.tokens import Span, Token
-
 from mmkg.entities import NON_RELATIONAL_LABELS
+from mmkg.spacy_import import Span, Token
 
 SUBJECT_DEPS = frozenset({"nsubj", "csubj"})
 PASSIVE_SUBJECT_DEPS = frozenset({"nsubjpass", "csubjpass"})

@@ -26,7 +26,7 @@ PREFIX = "Extractive answer (copied from the evidence, no language model): "
 
 
 def _stopwords() -> frozenset[str]:
-    from spacy.lang.en.stop_words import STOP_WORDS  # spaCy's English list, already a dependency
+    from mmkg.spacy_import import STOP_WORDS  # spaCy's English list, already a dependency
 
     return frozenset(STOP_WORDS)
 
