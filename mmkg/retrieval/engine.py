@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mmkg.query import Filters, Query, check_k, check_picture
-from mmkg.retrieval.mg2 import MG2, Preset
 from mmkg.retrieval.registry import get_strategy
 from mmkg.retrieval.results import RetrievalResult, chunk_spans
 
@@ -60,7 +59,11 @@ def search(
         check_picture(query.image)
     index.allowed_docs(filters)  # filter types and unknown values fail here, before any model runs
 
-    if isinstance(preset, Preset):
+    if preset is not None and not isinstance(preset, str):  # an MG2-RAG Preset object (imported only then)
+        from mmkg.retrieval.mg2 import MG2, Preset
+
+        if not isinstance(preset, Preset):
+            raise TypeError(f"preset must be a preset name or an mmkg.retrieval.Preset, not {type(preset).__name__}")
         strat: Any = MG2(preset.override(**overrides) if overrides else preset, preset="custom", engine=engine)
     else:
         strat = get_strategy(strategy, preset, **overrides)

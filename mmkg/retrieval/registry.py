@@ -1,28 +1,74 @@
-"""The strategies a query can name. A new strategy is one module plus one line in ``STRATEGIES`` (or, outside this
-package, ``register_strategy`` or an entry point of the group ``mmkg.strategies``)."""
+"""The strategies a query can name. A new strategy is one module plus one line in ``BUILTIN`` (or, outside this
+package, ``register_strategy`` or an entry point of the group ``mmkg.strategies``).
+
+A strategy's module is imported when a query first names it (``STRATEGIES[name]``), so opening an index for
+one query loads that strategy and no other; listing the names loads nothing, describing them loads all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, MutableMapping
 from dataclasses import fields
+from importlib import import_module
 from typing import Any
 
 from mmkg.retrieval.base import Params, Strategy
-from mmkg.retrieval.m3kg import M3KG
-from mmkg.retrieval.mg2 import MG2
-from mmkg.retrieval.mkg import MKG
-from mmkg.retrieval.mmgraph import MMGraph
-from mmkg.retrieval.r2ag import R2AG
 
-#: name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``, ``retrieve``)
-STRATEGIES: dict[str, type] = {
-    MG2.name: MG2,
-    MKG.name: MKG,
-    R2AG.name: R2AG,
-    MMGraph.name: MMGraph,
-    M3KG.name: M3KG,
+#: name -> "module:Class" of the strategies shipped in this package, imported on first use
+BUILTIN: dict[str, str] = {
+    "mg2": "mmkg.retrieval.mg2:MG2",
+    "mkg": "mmkg.retrieval.mkg:MKG",
+    "r2ag": "mmkg.retrieval.r2ag:R2AG",
+    "mmgraph": "mmkg.retrieval.mmgraph:MMGraph",
+    "m3kg": "mmkg.retrieval.m3kg:M3KG",
 }
 
-DEFAULT_STRATEGY = MG2.name
+
+class _Strategies(MutableMapping[str, type]):
+    """name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``,
+    ``retrieve``): a dict whose built-in entries are imported when first looked up."""
+
+    def __init__(self, lazy: dict[str, str]) -> None:
+        self._lazy = dict(lazy)
+        self._loaded: dict[str, type] = {}
+
+    def __getitem__(self, name: str) -> type:
+        if name not in self._loaded:
+            spec = self._lazy[name]  # KeyError for an unknown name, as a dict
+            module, _, attr = spec.partition(":")
+            cls = getattr(import_module(module), attr)
+            if cls.name != name:
+                raise RuntimeError(f"{spec} is registered as {name!r} but names itself {cls.name!r}")
+            self._loaded[name] = cls
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, cls: type) -> None:
+        self._lazy.pop(name, None)
+        self._loaded[name] = cls
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._lazy.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._loaded or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*self._lazy, *self._loaded]))
+
+    def __len__(self) -> int:
+        return len(set(self._lazy) | set(self._loaded))
+
+    def loaded(self) -> list[str]:
+        """The names whose module has been imported (tests, and the import-cost check)."""
+        return sorted(self._loaded)
+
+
+STRATEGIES = _Strategies(BUILTIN)
+
+DEFAULT_STRATEGY = "mg2"
 #: entry points that add strategies from installed packages (``mmkg.plugins``): a strategy class, or a module
 #: that calls ``register_strategy`` when imported
 PLUGIN_GROUP = "mmkg.strategies"
@@ -32,8 +78,8 @@ _plugins_loaded = False
 def register_strategy(cls: type, replace: bool = False) -> type:
     """Add a strategy class under its ``name`` (usable as a decorator); a taken name is refused unless
     ``replace`` says so."""
-    old = STRATEGIES.get(cls.name)
-    if old is not None and old is not cls and not replace:
+    old = STRATEGIES.get(cls.name) if cls.name in STRATEGIES and not replace else None
+    if old is not None and old is not cls:
         raise ValueError(f"strategy {cls.name!r} is already registered ({old.__module__}.{old.__qualname__}); "
                          "pass replace=True to override it")  # fmt: skip
     STRATEGIES[cls.name] = cls
