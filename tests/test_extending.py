@@ -146,3 +146,50 @@ def test_a_taken_name_or_extension_is_refused():
         ENCODERS.register("text", lambda model, device, runtime: None)
     with pytest.raises(ValueError, match=r"\.md already read by format 'markdown'"):
         register_format("my-markdown", (".md",))(lambda path, data, rel, limits: ([], []))
+
+
+def test_a_retrieval_strategy_in_one_file(tmp_path: Path):
+    """docs/examples/read_on_strategy.py: registered by its import, chosen by name like the built-in strategies
+    (Python API and CLI), its parameters checked, and the chunk that reads on after a hit retrieved with it."""
+    from dagster import DagsterInstance
+    from indexing import build
+    from typer.testing import CliRunner
+
+    from mmkg.cli import app
+    from mmkg.index import Index
+    from mmkg.retrieval import STRATEGIES, describe, retrieve
+
+    log = " ".join(f"In {1800 + i} the harbour office logged {3 * i + 4} cargoes of timber, grain and salt." for i in
+                   range(12))  # fmt: skip (12: the chunk of 200 tokens ends after the sentence below)
+    corpus = tmp_path / "corpus" / "sea"
+    corpus.mkdir(parents=True)
+    (corpus / "brandt.md").write_text(
+        f"# Harbour records\n\n{log} In 1851 Mary Brandt became the first woman to captain a clipper ship.\n\n"
+        f"On that voyage, HX-17, the vessel reached Lima in 96 days. {log}\n", encoding="utf-8")  # fmt: skip
+    (corpus / "registers.md").write_text("# Registers\n\nShip registers list every vessel by its home port.\n",
+                                         encoding="utf-8")  # fmt: skip
+    build(tmp_path / "corpus", tmp_path / "data", DagsterInstance.ephemeral())
+    index = Index.open(tmp_path / "data" / "index")
+    own = index.chunks.filter(index.chunks["source_path"] == "sea/brandt.md").sort("chunk_index")
+    at = next(i for i, text in enumerate(own["text"]) if "first woman" in text)
+    first, second = own["chunk_id"][at], own["chunk_id"][at + 1]  # the paragraph after it opens the next chunk
+    assert own["text"][at + 1].startswith("On that voyage, HX-17")
+
+    _load("read_on_strategy")
+    try:
+        assert "readon" in STRATEGIES and "readon" in {d["name"] for d in describe()}
+        question = "Who was the first woman to captain a clipper ship?"
+        plain = retrieve(index, text=question, k=2, strategy="readon:bm25")
+        read_on = retrieve(index, text=question, k=2, strategy="readon")
+        assert plain.chunks[0].chunk_id == first and plain.chunks[1].source_path == "sea/registers.md"
+        assert [c.chunk_id for c in read_on.chunks] == [first, second]  # "On that voyage, HX-17, ..." follows
+        assert "HX-17" in read_on.chunks[1].text and "1 chunk(s) ranked up" in read_on.notes[0]
+        with pytest.raises(ValueError, match="share must be within"):
+            retrieve(index, text=question, strategy="readon", share=2.0)
+        r = CliRunner().invoke(app, ["query", question, "--strategy", "readon", "--k", "2", "--index",
+                                     str(index.root)])  # fmt: skip
+        assert r.exit_code == 0 and "HX-17" in r.output and "strategy readon (default)" in r.output, r.output
+    finally:
+        del STRATEGIES["readon"]
+        sys.modules.pop("mmkg_example_read_on_strategy", None)
+    assert "readon" not in STRATEGIES
