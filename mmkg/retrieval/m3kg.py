@@ -48,7 +48,7 @@ import polars as pl
 from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 from mmkg.retrieval.base import Filters, Params, PresetStrategy, Query, param
-from mmkg.retrieval.query_media import ocr_engine, shared
+from mmkg.retrieval.query_media import has_audio, ocr_engine, shared, transcript, video_frames
 from mmkg.retrieval.results import EntityHit, MediaSpan, RetrievalResult, chunk_spans
 
 if TYPE_CHECKING:
@@ -216,21 +216,12 @@ class M3KG(PresetStrategy):
 
     def _query_frames(self, query: Query, tmp: Path, result: RetrievalResult) -> list[Path]:
         """The query's pictures as files: the image, or F frames sampled uniformly from the video."""
-        from mmkg.ingest.base import Rejected
-        from mmkg.ingest.media import uniform_frames
-
         out: list[Path] = []
         if query.image is not None:
             out.append(query.image)
         if query.video is not None:
-            try:
-                sampled = uniform_frames(query.video, max(1, self.params.query_frames))
-            except Rejected as exc:
-                raise ValueError(f"video query {query.video}: {exc}") from exc
-            for i, (t, img) in enumerate(sampled):
-                path = tmp / f"frame-{i}-{t:.2f}.png"
-                img.save(path)
-                out.append(path)
+            sampled = video_frames(query.video, self.params.query_frames, tmp)
+            out.extend(path for _, path in sampled)
             result.notes.append(f"video query: {len(sampled)} frame(s) at " + ", ".join(f"{t:.1f}" for t, _ in sampled)
                                 + " s")  # fmt: skip
         return out
@@ -240,26 +231,21 @@ class M3KG(PresetStrategy):
         parts = [query.text] if query.text and query.text.strip() else []
         media = query.audio or query.video
         if media is not None:
-            from mmkg.ingest.asr import load_transcriber
-            from mmkg.ingest.media import SAMPLE_RATE, read_audio
             from mmkg.settings import get_settings
 
             model = self.params.asr_model or get_settings().asr_model
-            has_audio = query.audio is not None or _has_audio(media)
+            sound = query.audio is not None or has_audio(media)
             what = "audio" if query.audio is not None else "video"
-            if has_audio and not model:
+            if sound and not model:
                 result.notes.append(
                     f"the {what} query's sound is not searched: no ASR model (set asr_model or MMKG_ASR_MODEL)"
                 )
-            elif has_audio:
-                transcriber = load_transcriber(model)
-                assert transcriber is not None
-                segments = transcriber.transcribe(read_audio(media, 600.0), SAMPLE_RATE)
-                heard = " ".join(s.text for s in segments).strip()
+            elif sound:
+                heard = transcript(media, model)
                 if heard:
                     parts.append(heard)
                     result.notes.append(f"the query's audio says: {heard[:200]!r}")
-            if has_audio:
+            if sound:
                 result.notes.append(
                     "audio grounding (text-to-audio grounding, Eq. 5) skipped: no such backend is configured"
                 )
@@ -547,13 +533,3 @@ def _item_links(index: Index) -> ItemLinks:
 def _entity_id(row: dict, side: str) -> str:
     """A triple end's identity for grounding: its entity key, or its text when it is no named entity."""
     return row[f"{side}_key"] or f"text:{row[side].lower()}"
-
-
-def _has_audio(path: Path) -> bool:
-    from mmkg.ingest.base import Limits, Rejected
-    from mmkg.ingest.media import probe
-
-    try:
-        return probe(path, Limits()).has_audio
-    except Rejected:
-        return False
