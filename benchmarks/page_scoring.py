@@ -1,0 +1,120 @@
+"""Page scoring from a document's structure, on a built MMLongBench-Doc index: does it lift page recall?
+
+    python benchmarks/page_scoring.py --index /tmp/ev_mbn/index                       # dev
+    python benchmarks/page_scoring.py --index /tmp/ev_mbvn/index \\
+        --dataset ../shared/datasets/mmlongbench-val --questions questions_val.json     # validation
+
+Retrieves the default strategy's top ``--depth`` chunks once per answerable question (within its document,
+and across the corpus), then re-ranks the pages three ways against today's rule (a page ranks by its best
+chunk, as the eval harness does):
+
+- **several chunks**: a page scores its best chunk plus ``alpha`` times its second, ``alpha²`` its third;
+- **reading order**: a page also gets ``beta`` times the better of its neighbours (the page before and after);
+- **references**: a part a top chunk mentions in its text ("Table 2 shows", "see Figure 3") lends ``gamma``
+  times that chunk's score to the page where the part's label opens a line (its caption or heading), within
+  the document (``mmkg.retrieval.references`` reads the labels).
+
+Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DATASET = Path(__file__).resolve().parent.parent.parent / "shared/datasets/mmlongbench-dev"
+# a label that opens a line: where a part is defined (its caption or heading)
+_DEFINED = re.compile(r"(?:^|\n)[ \t]*(figure|fig\.|table|chart|exhibit|appendix|section|chapter|annex|schedule|note)"
+                      r"\s*((?:[A-Z]-?)?\d+(?:\.\d+)*[a-z]?|[A-Z]\b)", re.IGNORECASE)  # fmt: skip
+
+Hit = tuple[str, int | None, float, str]  # (document file, page, score, text)
+
+
+def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | None = None) -> list[str]:
+    by: dict[tuple[str, int | None], list[float]] = defaultdict(list)
+    for doc, page, score, _ in hits:
+        by[(doc, page)].append(score)
+    base = {key: sum(s * alpha**i for i, s in enumerate(sorted(v, reverse=True)[:3])) for key, v in by.items()}
+    for key, s in (lent or {}).items():
+        base[key] = max(base.get(key, float("-inf")), s)
+    score = dict(base)
+    if beta:
+        for (doc, page), s in base.items():
+            if page is not None:
+                score[(doc, page)] = s + beta * max(base.get((doc, page - 1), 0.0), base.get((doc, page + 1), 0.0))
+    return [f"{d}#{p if p is not None else '?'}" for d, p in sorted(score, key=lambda key: -score[key])]
+
+
+def _lent(hits: list[Hit], defined: dict, gamma: float, top: int = 5) -> dict:
+    from mmkg.retrieval.references import _CANONICAL, _PART
+
+    out: dict[tuple[str, int | None], float] = {}
+    for doc, page, score, text in hits[:top]:
+        for m in _PART.finditer(text):
+            kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
+            pages = defined.get((doc, kind, m.group(2).lower()), set()) - {page}
+            if 0 < len(pages) <= 2:  # a label defined on many pages names no one part
+                for p in pages:
+                    out[(doc, p)] = max(out.get((doc, p), float("-inf")), gamma * score)
+    return out
+
+
+def main(
+    index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
+    dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
+    questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
+    depth: Annotated[int, typer.Option(help="Chunks retrieved per question.")] = 50,
+) -> None:
+    from mmkg.eval.datasets import MMLongBench
+    from mmkg.eval.metrics import recall_at_k
+    from mmkg.index import Index
+    from mmkg.retrieval import retrieve
+    from mmkg.retrieval.references import _CANONICAL
+
+    ds = MMLongBench.load(dataset / "documents", dataset / questions).dataset
+    idx = Index.open(index)
+    docs: dict[str, list[str]] = defaultdict(list)
+    for doc_id, path in idx.documents.select("doc_id", "source_path").iter_rows():
+        docs[Path(path).name].append(doc_id)
+    defined: dict[tuple[str, str, str], set] = defaultdict(set)
+    for path, page, text in idx.chunks.select("source_path", "page", "text").iter_rows():
+        for m in _DEFINED.finditer(text or ""):
+            kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
+            defined[(Path(path).name, kind, m.group(2).lower())].add(page)
+    runs: dict[str, list[tuple[list[Hit], tuple[str, ...]]]] = {"document": [], "corpus": []}
+    for q in ds.questions:
+        if not q.answerable:
+            continue
+        for scope, filters in (("document", {"doc_id": docs[q.doc]}), ("corpus", None)):
+            res = retrieve(idx, text=q.question, k=depth, filters=filters)
+            hits = [(Path(c.source_path).name, c.page, c.score, c.text) for c in res.chunks]
+            runs[scope].append((hits, q.relevant))
+    settings = [("best chunk (today)", {}), *((f"several chunks, alpha {a}", {"alpha": a}) for a in (0.2, 0.4, 0.6)),
+                *((f"reading order, beta {b}", {"beta": b}) for b in (0.1, 0.2, 0.3)),
+                ("alpha 0.6 + beta 0.1", {"alpha": 0.6, "beta": 0.1}),
+                *((f"references, gamma {g}", {"gamma": g}) for g in (0.7, 0.8, 0.9))]  # fmt: skip
+    print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy")
+    print(f"{'setting':28} {'doc R@1':>8} {'doc R@5':>8} {'corpus R@1':>11} {'corpus R@5':>11}")
+    for name, kw in settings:
+        row = []
+        for scope in ("document", "corpus"):
+            r1 = r5 = 0.0
+            for hits, relevant in runs[scope]:
+                lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
+                ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent)
+                r1 += recall_at_k(ranked, relevant, 1)
+                r5 += recall_at_k(ranked, relevant, 5)
+            n = len(runs[scope]) or 1
+            row += [r1 / n, r5 / n]
+        print(f"{name:28} {row[0]:8.3f} {row[1]:8.3f} {row[2]:11.3f} {row[3]:11.3f}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
