@@ -224,7 +224,7 @@ def _fresh(code: str) -> str:
     import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})  # fmt: skip
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(Path.home())})  # fmt: skip
     assert out.returncode == 0, out.stderr
     return out.stdout
 

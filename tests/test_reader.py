@@ -304,6 +304,14 @@ def test_of_two_parents_the_father_is_named_first_and_the_mother_second():
     roles = {c.text: c.features.get("parent") for c in ans.candidates}
     assert roles["Arthur Grey"] == 1.0 and roles["Louise Margaret"] == -1.0
     assert all(role is None for name, role in roles.items() if "Sofia" in name)
+    # a spouse in a sentence that names no child of anyone is no parent; titles before either parent are read
+    from mmkg.generation.reader import _parent_role
+
+    married = "In 1820 she married her husband Prince Charles Ford."
+    assert _parent_role(married, married.index("Charles"), married.index(".")) == ""
+    royal = "She was the daughter of the Emperor Otto Brand and Queen Marie Lund."
+    assert _parent_role(royal, royal.index("Otto"), royal.index(" and")) == "father"
+    assert _parent_role(royal, royal.index("Marie"), royal.index(".")) == "mother"
 
 
 def test_a_maternal_grandmother_is_the_mother_of_the_mother():

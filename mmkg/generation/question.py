@@ -164,7 +164,8 @@ class QuestionAnalysis:
     @property
     def second_hop_words(self) -> tuple[str, ...]:
         """``second_hop_relation`` as written, for the bridge page's own retrieval."""
-        return tuple(w for w in self.relation_words if stem(w) not in self.first_hop)
+        rest = tuple(w for w in self.relation_words if stem(w) not in self.first_hop)
+        return rest or (self.relation_words if self.bridge in _KIN else ())
 
     @property
     def labels(self) -> frozenset[str]:

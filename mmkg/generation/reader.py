@@ -1008,7 +1008,10 @@ _DESCRIPTION = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?:\d{4}\s+)?"
                           r"(?:(?:[A-Z][\w'’-]*\s+)*|[^.;]{0,60}?\bfrom\s+)$")
 
 
-_TITLED = re.compile(r"^\s+(?:[a-z][\w-]*,?\s+){1,3}[A-Z]")  # "American singer and songwriter Alicia Keys"
+# "American singer and songwriter Alicia Keys": an occupation before a name (no preposition: "German forces in
+# France" says nothing of anyone's nationality)
+_TITLED = re.compile(r"^\s+(?:(?!(?:in|of|at|on|from|to|with|by|for|against|into|the|a|an)\b)[a-z][\w-]*,?\s+){1,3}"
+                     r"[A-Z]")
 
 
 def _described(text: str, a: int, b: int, label: str) -> bool:
@@ -1021,27 +1024,31 @@ def _described(text: str, a: int, b: int, label: str) -> bool:
 
 
 _CHILD_OF = re.compile(r"\b(?:son|daughter|child|children|sons|daughters|heir)\s+of\s+", re.IGNORECASE)
-_SPOUSE_BEFORE = re.compile(r"\b(?:his|her)\s+(wife|husband)\s*,?\s*(?:[A-Z][\w.]*\s+)?$", re.IGNORECASE)
-_TITLE_WORDS = re.compile(r"^(?:[A-Z][\w.]*\s+){0,2}$")  # "King ", "the Emperor ": a title before the first parent
+_SPOUSE_BEFORE = re.compile(r"\b(?i:his|her)\s+(?i:(wife|husband))\s*,?\s*(?:[A-Z][\w.]*\s+)?$")
+_TITLE_WORDS = re.compile(r"^(?:the\s+)?(?:[A-Z][\w.]*\s+){0,2}$")  # "King ", "the Emperor ": a title before a parent
+_SECOND_PARENT = re.compile(r"\band\s+(?:(?:his\s+)?wife,?\s+)?(?:the\s+)?(?:[A-Z][\w.]*\s+){0,2}$")
 
 
 def _parent_role(text: str, a: int, b: int) -> str:
     """"father" or "mother" when a sentence names the person at ``text[a:b]`` as one of two parents: "the
     daughter of Henry II, Duke of Brabant, and Marie of Hohenstaufen" names the father first and the mother
-    second (the convention of biographies), "... and his wife Adelaide" a mother. "" when it says neither."""
-    spouse = _SPOUSE_BEFORE.search(text[max(0, a - 40) : a])
-    if spouse:
-        return "mother" if spouse.group(1).lower() == "wife" else "father"
+    second (the convention of biographies), "... and his wife Adelaide" a mother. "" when it says neither: a
+    sentence that names no child of anyone ("She married her husband John") names no parent."""
     window = text[max(0, a - 200) : a]
     hits = list(_CHILD_OF.finditer(window))
-    if len(hits) != 1:  # none, or "daughter of Prince Arthur, third son of Queen Victoria": a grandparent
+    if not hits:
+        return ""
+    spouse = _SPOUSE_BEFORE.search(text[max(0, a - 40) : a])
+    if spouse:  # "daughter of Prince Arthur, ..., and his wife Princess Louise": the other parent
+        return "mother" if spouse.group(1).lower() == "wife" else "father"
+    if len(hits) != 1:  # "daughter of Prince Arthur, third son of Queen Victoria": a grandparent
         return ""
     between = window[hits[0].end() :]
     if ";" in between or ". " in between:
         return ""
     if _TITLE_WORDS.match(between):  # the first parent named: the father, when a second follows
         return "father" if re.match(r"[^.;]{0,120}?\band\s", text[b:]) else ""
-    return "mother" if re.search(r"\band\s+(?:(?:his\s+)?wife\s+)?$", between) else ""
+    return "mother" if _SECOND_PARENT.search(between) else ""
 
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")

@@ -13,7 +13,7 @@
 - ``registry``: the names a query can use. A new strategy is one module plus one line there.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmkg.retrieval.base import Filters, Params, Query, Strategy
 from mmkg.retrieval.engine import retrieve, search
@@ -60,6 +60,9 @@ __all__ = [
     "search",
     "seed_distribution",
 ]
+
+if TYPE_CHECKING:  # what __getattr__ below gives, for type checkers
+    from mmkg.retrieval.mg2 import PRESETS, Preset, TopK, get_preset
 
 _FROM_MG2 = frozenset({"PRESETS", "Preset", "TopK", "get_preset"})
 

@@ -82,11 +82,11 @@ MAX_QUERY_AUDIO_S = 600.0
 
 def transcript(media: Path, model: str) -> str:
     """What an audio query or a video query's sound track says, through the Whisper ``model`` (loaded once per
-    process and model); "" when nothing is heard."""
+    process by ingest's own cache, ``load_transcriber``, which the build shares); "" when nothing is heard."""
     from mmkg.ingest.asr import load_transcriber
     from mmkg.ingest.media import SAMPLE_RATE, read_audio
 
-    transcriber = shared(("asr", model), lambda: load_transcriber(model))
+    transcriber = load_transcriber(model)
     if transcriber is None:
         raise ValueError("no ASR model is configured: set asr_model or MMKG_ASR_MODEL to a local Whisper model")
     segments = transcriber.transcribe(read_audio(media, MAX_QUERY_AUDIO_S), SAMPLE_RATE)

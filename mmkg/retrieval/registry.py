@@ -26,7 +26,11 @@ BUILTIN: dict[str, str] = {
 
 class _Strategies(MutableMapping[str, type]):
     """name -> strategy class (``name``, ``summary``, ``modalities``, ``presets``, ``default_preset``,
-    ``retrieve``): a dict whose built-in entries are imported when first looked up."""
+    ``retrieve``): a dict whose built-in entries are imported when first looked up.
+
+    Unlike a dict: a built-in whose module fails to import raises that ImportError on lookup (``get`` too),
+    naming the missing dependency instead of hiding the strategy; and a name replaced with
+    ``register_strategy(..., replace=True)`` moves to the end of the iteration order."""
 
     def __init__(self, lazy: dict[str, str]) -> None:
         self._lazy = dict(lazy)
@@ -130,6 +134,8 @@ def refused_from_clients(spec: str | None, changes: dict[str, Any]) -> list[str]
     An unknown strategy refuses nothing here: ``get_strategy`` reports it, with the known names.
     """
     name, _ = parse_spec(spec or DEFAULT_STRATEGY)
+    if name not in STRATEGIES:
+        _load_plugins()  # a plugin's server-only parameters are refused from its first request on
     cls = STRATEGIES.get(name)
     if cls is None or not changes:
         return []

@@ -556,7 +556,7 @@ function uploadForm(partitions) {
       const refused = out.rejected.map((r) => `${r.name}: ${r.reason}`).join("; ");
       note([saved ? `saved ${saved} into ${out.partition}; ${out.picked_up_by}` : "",
         refused ? `refused ${refused}` : ""].filter(Boolean).join(" · "), !saved);
-      if (saved) followReindex();
+      if (saved) { note("", false, "reindex-note"); followReindex(); }
     } catch (e) { note(e.message, true); }
   });
   return form;
@@ -582,6 +582,7 @@ async function removeDocument(partition, path) {
     const out = await sendDocuments("DELETE", `/documents/${encodeURIComponent(partition)}/` +
       path.split("/").map(encodeURIComponent).join("/"));
     note(`removed ${partition}/${path}; ${out.picked_up_by}`);
+    note("", false, "reindex-note");
     followReindex();
   } catch (e) { note(e.message, true); }
 }
@@ -601,7 +602,7 @@ async function followReindex(from = state.served, since = Date.now()) {
     note(`re-indexing: ${now}${line ? ` · ${line}` : ""}`, false, "reindex-note");
     const shown = document.querySelector(".reindex-status");  // the section below, drawn before the update began
     if (shown) shown.textContent = now + (r.queued ? "; another update is queued" : "");
-    following = setTimeout(() => followReindex(from, since), 1500);
+    following = setTimeout(() => followReindex(from, Date.now()), 1500);  // the 20 s wait counts from its end
     return;
   }
   if (r.last && r.last.returncode !== 0) {
