@@ -12,7 +12,9 @@ chunk, as the eval harness does):
 - **reading order**: a page also gets ``beta`` times the better of its neighbours (the page before and after);
 - **references**: a part a top chunk mentions in its text ("Table 2 shows", "see Figure 3") lends ``gamma``
   times that chunk's score to the page where the part's label opens a line (its caption or heading), within
-  the document (``mmkg.retrieval.references`` reads the labels).
+  the document (``mmkg.retrieval.references`` reads the labels);
+- **document prior** (mKG-RAG's first stage, made soft): a page also gets ``mu`` times its document's best
+  three chunks, against the best document's; it matters across the corpus.
 
 Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
 """
@@ -37,11 +39,19 @@ _DEFINED = re.compile(r"(?:^|\n)[ \t]*(figure|fig\.|table|chart|exhibit|appendix
 Hit = tuple[str, int | None, float, str]  # (document file, page, score, text)
 
 
-def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | None = None) -> list[str]:
+def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | None = None, mu: float = 0.0,
+           ) -> list[str]:  # fmt: skip
     by: dict[tuple[str, int | None], list[float]] = defaultdict(list)
     for doc, page, score, _ in hits:
         by[(doc, page)].append(score)
     base = {key: sum(s * alpha**i for i, s in enumerate(sorted(v, reverse=True)[:3])) for key, v in by.items()}
+    if mu and hits:  # a document prior: the document's best three chunks, against the best document's
+        docs: dict[str, list[float]] = defaultdict(list)
+        for doc, _, score, _ in hits:
+            docs[doc].append(score)
+        prior = {d: sum(sorted(v, reverse=True)[:3]) for d, v in docs.items()}
+        top_doc, top_chunk = max(prior.values()) or 1.0, max(h[2] for h in hits) or 1.0
+        base = {key: s / top_chunk + mu * prior[key[0]] / top_doc for key, s in base.items()}
     for key, s in (lent or {}).items():
         base[key] = max(base.get(key, float("-inf")), s)
     score = dict(base)
@@ -99,7 +109,8 @@ def main(
     settings = [("best chunk (today)", {}), *((f"several chunks, alpha {a}", {"alpha": a}) for a in (0.2, 0.4, 0.6)),
                 *((f"reading order, beta {b}", {"beta": b}) for b in (0.1, 0.2, 0.3)),
                 ("alpha 0.6 + beta 0.1", {"alpha": 0.6, "beta": 0.1}),
-                *((f"references, gamma {g}", {"gamma": g}) for g in (0.7, 0.8, 0.9))]  # fmt: skip
+                *((f"references, gamma {g}", {"gamma": g}) for g in (0.7, 0.8, 0.9)),
+                *((f"document prior, mu {m}", {"mu": m}) for m in (0.1, 0.2, 0.4))]  # fmt: skip
     print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy")
     print(f"{'setting':28} {'doc R@1':>8} {'doc R@5':>8} {'corpus R@1':>11} {'corpus R@5':>11}")
     for name, kw in settings:
@@ -108,7 +119,7 @@ def main(
             r1 = r5 = 0.0
             for hits, relevant in runs[scope]:
                 lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
-                ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent)
+                ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0))
                 r1 += recall_at_k(ranked, relevant, 1)
                 r5 += recall_at_k(ranked, relevant, 5)
             n = len(runs[scope]) or 1
