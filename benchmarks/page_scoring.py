@@ -14,7 +14,10 @@ chunk, as the eval harness does):
   times that chunk's score to the page where the part's label opens a line (its caption or heading), within
   the document (``mmkg.retrieval.references`` reads the labels);
 - **document prior** (mKG-RAG's first stage, made soft): a page also gets ``mu`` times its document's best
-  three chunks, against the best document's; it matters across the corpus.
+  three chunks, against the best document's; it matters across the corpus;
+- **picture text**: the OCR lines of a page's embedded pictures (charts' labels, legends, titles; read from
+  the data root's OCR cache, ``<data root>/blobs/ocr``, where the build's grounding left them) as a BM25
+  channel of their own: a page scores at least ``lam`` times its pictures' BM25 score against the best.
 
 Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
 """
@@ -44,14 +47,15 @@ def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | 
     by: dict[tuple[str, int | None], list[float]] = defaultdict(list)
     for doc, page, score, _ in hits:
         by[(doc, page)].append(score)
-    base = {key: sum(s * alpha**i for i, s in enumerate(sorted(v, reverse=True)[:3])) for key, v in by.items()}
+    top = max((h[2] for h in hits), default=1.0) or 1.0  # scores relative to the best chunk's
+    base = {key: sum(s / top * alpha**i for i, s in enumerate(sorted(v, reverse=True)[:3])) for key, v in by.items()}
     if mu and hits:  # a document prior: the document's best three chunks, against the best document's
         docs: dict[str, list[float]] = defaultdict(list)
         for doc, _, score, _ in hits:
             docs[doc].append(score)
         prior = {d: sum(sorted(v, reverse=True)[:3]) for d, v in docs.items()}
-        top_doc, top_chunk = max(prior.values()) or 1.0, max(h[2] for h in hits) or 1.0
-        base = {key: s / top_chunk + mu * prior[key[0]] / top_doc for key, s in base.items()}
+        top_doc = max(prior.values()) or 1.0
+        base = {key: s + mu * prior[key[0]] / top_doc for key, s in base.items()}
     for key, s in (lent or {}).items():
         base[key] = max(base.get(key, float("-inf")), s)
     score = dict(base)
@@ -62,11 +66,37 @@ def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | 
     return [f"{d}#{p if p is not None else '?'}" for d, p in sorted(score, key=lambda key: -score[key])]
 
 
+def _picture_pages(idx, ocr_root: Path) -> tuple[list[tuple[str, int]], object]:
+    """(document file, page) of every page with embedded pictures, and a BM25 index over their OCR text."""
+    import json
+
+    from mmkg.lexical import LexicalIndex
+
+    texts: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for image_id, source in idx.images.select("image_id", "source").iter_rows():
+        m = re.match(r"(.+?)#page=(\d+)&image=\d+", source)  # a whole-page render's text is already chunk text
+        path = ocr_root / image_id[:2] / f"{image_id}.json"
+        if m and path.is_file():
+            lines = json.loads(path.read_text(encoding="utf-8")).get("lines", [])
+            texts[(Path(m.group(1)).name, int(m.group(2)))].append(" ".join(line["text"] for line in lines))
+    keys = sorted(texts)
+    return keys, LexicalIndex.build([f"{d}#{p}" for d, p in keys], [" ".join(texts[k]) for k in keys])
+
+
+def _pictures(question: str, doc: str | None, keys: list, lex, lam: float) -> dict:
+    raw = lex.scores(question)
+    hits = {keys[i]: float(raw[i]) for i in range(len(keys)) if raw[i] > 0 and (doc is None or keys[i][0] == doc)}
+    top = max(hits.values(), default=1.0)
+    return {key: lam * v / top for key, v in hits.items()}
+
+
 def _lent(hits: list[Hit], defined: dict, gamma: float, top: int = 5) -> dict:
     from mmkg.retrieval.references import _CANONICAL, _PART
 
     out: dict[tuple[str, int | None], float] = {}
+    best = max((h[2] for h in hits), default=1.0) or 1.0
     for doc, page, score, text in hits[:top]:
+        score /= best  # on _pages' scale: relative to the best chunk
         for m in _PART.finditer(text):
             kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
             pages = defined.get((doc, kind, m.group(2).lower()), set()) - {page}
@@ -81,6 +111,7 @@ def main(
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
     questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
     depth: Annotated[int, typer.Option(help="Chunks retrieved per question.")] = 50,
+    ocr_cache: Annotated[Path | None, typer.Option(help="OCR cache (default: blobs/ocr beside the index).")] = None,
 ) -> None:
     from mmkg.eval.datasets import MMLongBench
     from mmkg.eval.metrics import recall_at_k
@@ -98,27 +129,32 @@ def main(
         for m in _DEFINED.finditer(text or ""):
             kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
             defined[(Path(path).name, kind, m.group(2).lower())].add(page)
-    runs: dict[str, list[tuple[list[Hit], tuple[str, ...]]]] = {"document": [], "corpus": []}
+    keys, pictures = _picture_pages(idx, ocr_cache or index.parent / "blobs" / "ocr")
+    runs: dict[str, list[tuple[list[Hit], tuple[str, ...], str, str]]] = {"document": [], "corpus": []}
     for q in ds.questions:
         if not q.answerable:
             continue
         for scope, filters in (("document", {"doc_id": docs[q.doc]}), ("corpus", None)):
             res = retrieve(idx, text=q.question, k=depth, filters=filters)
             hits = [(Path(c.source_path).name, c.page, c.score, c.text) for c in res.chunks]
-            runs[scope].append((hits, q.relevant))
+            runs[scope].append((hits, q.relevant, q.question, q.doc if scope == "document" else None))
     settings = [("best chunk (today)", {}), *((f"several chunks, alpha {a}", {"alpha": a}) for a in (0.2, 0.4, 0.6)),
                 *((f"reading order, beta {b}", {"beta": b}) for b in (0.1, 0.2, 0.3)),
                 ("alpha 0.6 + beta 0.1", {"alpha": 0.6, "beta": 0.1}),
                 *((f"references, gamma {g}", {"gamma": g}) for g in (0.7, 0.8, 0.9)),
-                *((f"document prior, mu {m}", {"mu": m}) for m in (0.1, 0.2, 0.4))]  # fmt: skip
-    print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy")
+                *((f"document prior, mu {m}", {"mu": m}) for m in (0.1, 0.2, 0.4)),
+                *((f"picture text, lam {m}", {"lam": m}) for m in (0.5, 0.7, 0.9))]  # fmt: skip
+    print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy; "
+          f"{len(keys)} pages with picture text")
     print(f"{'setting':28} {'doc R@1':>8} {'doc R@5':>8} {'corpus R@1':>11} {'corpus R@5':>11}")
     for name, kw in settings:
         row = []
         for scope in ("document", "corpus"):
             r1 = r5 = 0.0
-            for hits, relevant in runs[scope]:
+            for hits, relevant, question, doc in runs[scope]:
                 lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
+                if "lam" in kw:
+                    lent = _pictures(question, doc, keys, pictures, kw["lam"])
                 ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0))
                 r1 += recall_at_k(ranked, relevant, 1)
                 r5 += recall_at_k(ranked, relevant, 5)
