@@ -42,6 +42,9 @@ from mmkg.retrieval import retrieve
         ("Was Ada Lovelace or Mary Somerville born later?", "choice",
          {"options": ("Ada Lovelace", "Mary Somerville"), "order": "max"}),
         ("Are Tower Bridge and London Bridge in the same city?", "yes_no", {"same": True}),
+        # a relative "who" after the auxiliary asks no "who" question
+        ("Do both films, The Cold Harbour (Film) and The Blue Shore (1958 Film), have the directors who are from the "
+         "same country?", "yes_no", {"same": True}),
     ],
 )  # fmt: skip
 def test_question_analysis_types_the_expected_answer(question: str, atype: str, extra: dict):
