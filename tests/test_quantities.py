@@ -199,6 +199,16 @@ def test_the_reader_computes_from_the_two_values_it_reads(question: str, expecte
     assert "read from the evidence" in ans.reason
 
 
+def test_a_difference_of_which_one_value_is_read_is_declined():
+    # the evidence states Nordline's rate and nothing of Sealink's: one value is no difference
+    question = "How much higher is the punctuality rate of Nordline compared to Sealink in 2019?"
+    evidence = _evidence("In 2019 the punctuality rate of Nordline ferries was 91.5%.",
+                         "Sealink ferries sail from the north quay of the harbour.")  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(analyze(question), None, evidence)
+    assert ans.abstained and ans.text == "Not answerable" and ans.confidence == 0.0, (ans.text, ans.reason)
+    assert "of two values" in ans.reason and ans.guess
+
+
 def test_a_row_whose_label_the_question_asks_whole_beats_a_longer_one():
     ans = Reader(min_confidence=0.0).read(analyze("What was the punctuality rate of Nordline in 2019?"), None,
                                           _evidence(*PUNCTUALITY))  # fmt: skip

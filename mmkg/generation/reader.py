@@ -570,6 +570,11 @@ class Reader:
         else:
             ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
                 q, sentences, result)
+            if q.arithmetic is not None and ans.method != "arithmetic" and not ans.abstained:
+                # a difference or a sum answered by one value read off the evidence is wrong by construction
+                ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
+                ans.reason = (f"declined: the question asks for the {q.arithmetic.kind} of two values and the "
+                              f"evidence gave one (best guess {ans.guess!r})")  # fmt: skip
         ans.support = [
             Support(sp.label, sp.sentence, sp.start, sp.end, offsets[(sp.label, sp.sentence)].chunk_id,
                     offsets[(sp.label, sp.sentence)].offset) if (sp.label, sp.sentence) in offsets else sp
@@ -738,7 +743,8 @@ class Reader:
                     ) -> ShortAnswer | None:  # fmt: skip
         """A difference, sum or change of two values (``mmkg.generation.arithmetic``): each read as the answer to
         its own number question, in the units its text states ("$3.0 billion", a statement "in thousands"),
-        then combined; None when either value is not read (the question is then read as one value)."""
+        then combined; None when either value is not read (``read`` then declines the question, keeping the one
+        value it reads as the guess)."""
         op = q.arithmetic
         assert op is not None
         read: list[tuple[Candidate, float, float | None, bool, ShortAnswer]] = []
