@@ -210,6 +210,14 @@ def test_life_span_parentheses_give_birth_and_death_dates():
     assert reader.read(analyze("What is the date of birth of Otto Lind?"), None, ev).text == "3 May 1820"
 
 
+def test_a_life_span_after_an_abbreviation_is_read_whole_and_outranks_a_relative_s_date():
+    # "b. 1820" ends no sentence; the death the span states beats the father's death the text dates nearby
+    ev = _evidence("Otto Lind (b. 3 May 1820 – 2 February 1881) was a Danish shipbuilder. After the death of his "
+                   "father on 5 June 1840 he built ferries in Aarhus.")  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(analyze("When did Otto Lind die?"), None, ev)
+    assert ans.text == "2 February 1881", ans.candidates[:3]
+
+
 def test_numbers_inside_names_are_not_quantities():
     ev = _evidence("On the physics test GPT-4 scored 73.2% and PaLM-2L scored 61.5%.")
     ans = Reader(min_confidence=0.0).read(analyze("What percentage did GPT-4 score on the physics test?"), None, ev)

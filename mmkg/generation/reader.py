@@ -205,12 +205,14 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
-_ABBREVIATION = re.compile(r"\b[A-Z][a-z]?\.$|\b(?:St|Mt|Jr|Sr|Dr|Mr|Mrs|Ms|Co|Ft|No|Vol|Gen|Col|Lt|Rev)\.$")
+# ... and the abbreviations of a biography's dates: "(b. 1353 – d. 1426)", "c. 1352", "fl. 1420", "r. 1399"
+_ABBREVIATION = re.compile(r"\b[A-Z][a-z]?\.$|\b(?:St|Mt|Jr|Sr|Dr|Mr|Mrs|Ms|Co|Ft|No|Vol|Gen|Col|Lt|Rev)\.$"
+                           r"|(?:^|[\s(;,])(?:b|d|c|ca|fl|r|m|bap)\.$")
 
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of an evidence text: at a full stop before a capital, or a blank line; not after an
-    abbreviation or an initial ("St. Louis", "Dr. Ruth", "J. R. R. Tolkien", "U.S. Army")."""
+    abbreviation or an initial ("St. Louis", "Dr. Ruth", "J. R. R. Tolkien", "U.S. Army", "b. 1353")."""
     out: list[str] = []
     for part in _SPLIT.split(text):
         if out and _ABBREVIATION.search(out[-1]) and not out[-1].endswith("\n"):
@@ -443,7 +445,7 @@ class Reader:
 
         lifespan = _lifespan_role(s.text, a, b)
         if lifespan:  # "Li Yang (1959 – 2012)": a biography's first date is the birth, the second the death
-            tokens = [*tokens, *((a, stem(w)) for w in lifespan)]
+            tokens = [*tokens, *((max(a - 1, 0), stem(w)) for w in lifespan)]  # said right before the date
             here = here | {stem(w) for w in lifespan}
         continues = bool(s.prev) and bool(_CONTINUES.match(s.text))
         carry = CONTINUATION if continues else PREVIOUS_DISCOUNT
