@@ -35,10 +35,6 @@ import typer
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 DATASET = Path(__file__).resolve().parent.parent.parent / "shared/datasets/mmlongbench-dev"
-# a label that opens a line: where a part is defined (its caption or heading)
-_DEFINED = re.compile(r"(?:^|\n)[ \t]*(figure|fig\.|table|chart|exhibit|appendix|section|chapter|annex|schedule|note)"
-                      r"\s*((?:[A-Z]-?)?\d+(?:\.\d+)*[a-z]?|[A-Z]\b)", re.IGNORECASE)  # fmt: skip
-
 Hit = tuple[str, int | None, float, str]  # (document file, page, score, text)
 
 
@@ -117,7 +113,10 @@ def main(
     from mmkg.eval.metrics import recall_at_k
     from mmkg.index import Index
     from mmkg.retrieval import retrieve
-    from mmkg.retrieval.references import _CANONICAL
+    from mmkg.retrieval.references import _CANONICAL, _PART
+
+    # the label of a part ("Table 2", "Figure 3") that opens a line: where the part is defined (its caption)
+    defines = re.compile(r"(?:^|\n)[ \t]*" + _PART.pattern, re.IGNORECASE)
 
     ds = MMLongBench.load(dataset / "documents", dataset / questions).dataset
     idx = Index.open(index)
@@ -126,7 +125,7 @@ def main(
         docs[Path(path).name].append(doc_id)
     defined: dict[tuple[str, str, str], set] = defaultdict(set)
     for path, page, text in idx.chunks.select("source_path", "page", "text").iter_rows():
-        for m in _DEFINED.finditer(text or ""):
+        for m in defines.finditer(text or ""):
             kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
             defined[(Path(path).name, kind, m.group(2).lower())].add(page)
     keys, pictures = _picture_pages(idx, ocr_cache or index.parent / "blobs" / "ocr")
