@@ -14,6 +14,8 @@ from pathlib import Path
 import polars as pl
 
 from mmkg import schemas
+from mmkg.ingest.base import Limits
+from mmkg.settings import get_settings
 from mmkg.vision.page_text import ocr_pages
 from resources import GroundingResource, StorageResource
 
@@ -24,8 +26,10 @@ def read_page_text(
     grounding: GroundingResource,
     storage: StorageResource,
     log: logging.Logger,
+    tables: bool | None = None,
 ) -> tuple[pl.DataFrame, dict]:
-    """``page_text`` rows and run metadata; the engine and cache are those ``ground_images`` uses."""
+    """``page_text`` rows and run metadata; the engine and cache are those ``ground_images`` uses. A page's
+    table rows are added as a text-layer page's are: per the ``pdf_tables`` setting unless ``tables`` says."""
     renders = images.filter(pl.col("role") == "page_render")
     if renders.is_empty():
         return schemas.empty(schemas.PAGE_TEXT), {"page_renders": 0, "ocr_calls": 0, "ocr_failures": 0}
@@ -47,12 +51,16 @@ def read_page_text(
         failures.append(msg)
 
     store = storage.image_store()
-    pages = ocr_pages(documents, images, read, store.path_for, failed)
+    tables = get_settings().pdf_tables if tables is None else tables
+    pages = ocr_pages(documents, images, read, store.path_for, failed, tables=tables,
+                      scale=Limits.page_render_scale)  # fmt: skip
+    table_rows = sum(t.count(" | ") > 0 for text in pages["text"] for t in text.split("\n\n")) if pages.height else 0
     stats = {
         "page_renders": renders.height,
         "pages_with_text": pages.height,
         "ocr_calls": engine.calls,  # 0 on a re-run: every render came from the cache
         "ocr_failures": len(failures),
+        "ocr_table_rows": table_rows,  # rows of tables found on OCRed pages, each added with its headers
         "mean_line_score": round(statistics.fmean(pages["mean_score"]), 3) if pages.height else 0.0,
     }
     return pages, stats

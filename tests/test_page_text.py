@@ -22,7 +22,7 @@ from mmkg.chunking import chunk_documents
 from mmkg.ids import bytes_id
 from mmkg.vision.base import OcrLine
 from mmkg.vision.ocr import OcrEngine
-from mmkg.vision.page_text import extended_text, ocr_pages, reading_order_text
+from mmkg.vision.page_text import extended_text, ocr_pages, ocr_table_rows, ocr_words, reading_order_text
 from pipelines.resources import default_resources
 
 FONT = Path(matplotlib.get_data_path()) / "fonts/ttf/DejaVuSans.ttf"
@@ -138,6 +138,67 @@ def test_ocr_chunks_offsets_and_pages_without_dagster() -> None:
         chunk_documents(docs.clear(), images, 200, page_text=pages)
 
 
+# ---------------------------------------------------------------- tables on OCRed pages
+
+TABLE = [("Print", "154", "172", "11.5%"), ("Television", "130", "148", "14.7%"), ("Radio", "13", "16", "20.7%")]
+
+
+def table_picture() -> Image.Image:
+    """A slide with a title, a borderless table (a label column, two years and a growth rate) and a footnote."""
+    img = Image.new("RGB", (1400, 800), "white")
+    draw = ImageDraw.Draw(img)
+    draw.text((60, 40), "Advertising spend in India", font=ImageFont.truetype(str(FONT), 44), fill="black")
+    body = ImageFont.truetype(str(FONT), 30)
+    for x, head in ((560, "2012"), (800, "2013"), (1040, "CAGR")):
+        draw.text((x, 200), head, font=body, fill="black")
+    for i, (label, *values) in enumerate(TABLE):
+        y = 270 + 60 * i
+        draw.text((60, y), label, font=body, fill="black")
+        for x, value in zip((560, 800, 1040), values, strict=True):
+            draw.text((x, y), value, font=body, fill="black")
+    draw.text((60, 620), "Source: industry reports", font=body, fill="black")
+    return img
+
+
+def test_ocr_words_are_placed_in_points_on_their_line() -> None:
+    words = ocr_words([line("Net income 3,033", 100, 40, w=320, h=24), line("2015", 500, 36, w=80, h=32)], 2.0)
+    assert [w["text"] for w in words] == ["Net", "income", "3,033", "2015"]
+    net, income, value, year = words
+    assert net["x0"] == 50.0 and value["x1"] == 210.0  # pixels at 2 per point, back to points
+    assert net["x1"] < income["x0"] < income["x1"] < value["x0"]  # words placed by their characters
+    # one visual row: a taller box on the same centre line gets the same top as the line beside it
+    assert net["top"] == year["top"] and net["bottom"] == year["bottom"]
+    assert ocr_words([line("   ", 0, 0)], 2.0) == []
+
+
+def test_a_table_on_a_scanned_page_is_read_as_rows_with_headers() -> None:
+    """Real RapidOCR on a picture of a table: each row comes back with its label and column headers."""
+    lines = OcrEngine().read(table_picture())
+    rows = ocr_table_rows(lines, scale=2.0)
+    assert rows == [
+        "Print | 2012: 154 | 2013: 172 | CAGR: 11.5%",
+        "Television | 2012: 130 | 2013: 148 | CAGR: 14.7%",
+        "Radio | 2012: 13 | 2013: 16 | CAGR: 20.7%",
+    ]
+    docs = schemas.frame(
+        [{"doc_id": "d1", "partition": "p", "source_path": "deck.pdf", "record_key": "", "kind": "pdf", "title": "t",
+          "text": "", "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    images = schemas.frame(
+        [{"image_id": "slide", "partition": "p", "doc_id": "d1", "occurrence": 1, "page": 1, "char_offset": 0,
+          "role": "page_render", "source": "deck.pdf#page=1", "blob_path": "b/1.png"}],
+        schemas.IMAGES,
+    )  # fmt: skip
+    with_rows = ocr_pages(docs, images, lambda image_id, path: lines, Path)["text"][0]
+    plain = ocr_pages(docs, images, lambda image_id, path: lines, Path, tables=False)["text"][0]
+    # the page's own text first, as before; then one paragraph per row
+    assert with_rows.startswith(plain) and with_rows[len(plain) :] == "".join(f"\n\n{r}" for r in rows)
+    assert "Television" in plain and "CAGR: 14.7%" not in plain
+    # a page of prose has no table
+    assert ocr_table_rows([line(s, 0, 40 * i) for i, s in enumerate(OCR_LINES)]) == []
+
+
 # ---------------------------------------------------------------- materialized through Dagster
 
 
@@ -231,7 +292,9 @@ def test_mmlongbench_slide_deck_pages(tmp_path: Path) -> None:
     assert not rejections and doc.text.strip() == ""  # no text layer at all
     renders = {img.page: img.pil for img in doc.images if img.role == "page_render"}
     assert sorted(renders) == list(range(1, len(doc.page_starts) + 1))
-    wanted = [1, 16]  # MMLongBench: "Which account tweets content tagged #WednesdayWisdom?" -> page 16
+    # MMLongBench: "Which account tweets content tagged #WednesdayWisdom?" -> page 16; page 15 is a table (Pew's
+    # shares of internet users on Twitter by group, 2013 and 2014) drawn as a picture
+    wanted = [1, 15, 16]
     ids = {p: bytes_id(renders[p].tobytes()) for p in wanted}
     docs = schemas.frame(
         [
@@ -257,3 +320,7 @@ def test_mmlongbench_slide_deck_pages(tmp_path: Path) -> None:
     title = " ".join(chunks.filter(pl.col("page") == 1)["text"])
     assert "Measuring Success" in title and "New York University" in title
     assert "WednesdayWisdom" in " ".join(chunks.filter(pl.col("page") == 16)["text"])
+    table = pages.filter(pl.col("page") == 15)["text"][0].split("\n\n")
+    # the picture's rows, each with its label and the years over its columns, after the page's reading order
+    assert "Women | 2013: 18 | 2014: 21" in table and "18-29 | 2013: 31 | 2014: 37" in table
+    assert not any(" | " in p for p in pages.filter(pl.col("page") != 15)["text"])

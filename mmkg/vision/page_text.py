@@ -10,6 +10,11 @@ line, in page order: ``documents.text + "\\n\\n" + page_1_ocr + "\\n\\n" + page_
 ``char_start`` of a page-text row is its offset in that extended text, so chunk, sentence and
 mention offsets of OCR text stay document offsets (unique, ordered) and never collide with
 text-layer offsets (those are all < ``len(documents.text)``). ``extended_text`` rebuilds it.
+
+Tables on such a page (a slide's table, a scanned statement) are read as tables: the OCR boxes, converted
+to the page's points, go through the same aligned-table finder as a text-layer page's words
+(``mmkg.ingest.pdf_tables``), and each row is added after the page's reading-order text with its column
+headers ("TELEVISION | 2012: 130 | ... | CAGR: 14.7%"), as ``mmkg.ingest.pdf`` does for text-layer pages.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 import polars as pl
 
 from mmkg import schemas
+from mmkg.ingest.base import Limits
+from mmkg.ingest.pdf_tables import aligned_tables, render
 from mmkg.vision.base import Box, OcrLine
 
 PAGE_BREAK = "\n\n"
@@ -124,6 +131,37 @@ def reading_order_text(lines: Sequence[OcrLine]) -> str:
     return PAGE_BREAK.join("\n".join(p) for p in paragraphs if p)
 
 
+def ocr_words(lines: Sequence[OcrLine], scale: float) -> list[dict[str, float | str]]:
+    """OCR lines as the word boxes ``mmkg.ingest.pdf_tables`` reads (pdfplumber's keys, in page points, y down).
+
+    A render at ``scale`` pixels per point is scaled back to points, where the finder's gaps and tolerances
+    are set. OCR gives one box per run of text, not per word: a line's words are placed by their share of its
+    characters. Every word takes its line's vertical centre and the page's median line height, so the boxes
+    of one visual row (a label and the numbers beside it, which OCR reads with different heights) share a top.
+    """
+    lines = [ln for ln in lines if ln.text.strip()]
+    if not lines:
+        return []
+    height = statistics.median(max(ln.box[3] - ln.box[1], 1.0) for ln in lines)
+    out: list[dict[str, float | str]] = []
+    for ln in lines:
+        x0, y0, x1, y1 = ln.box
+        text, pos = ln.text, 0
+        per_char = (x1 - x0) / max(len(text), 1)
+        centre = (y0 + y1) / 2
+        for word in text.split():
+            at = text.find(word, pos)
+            pos = at + len(word)
+            out.append({"text": word, "x0": (x0 + per_char * at) / scale, "x1": (x0 + per_char * pos) / scale,
+                        "top": (centre - height / 2) / scale, "bottom": (centre + height / 2) / scale})  # fmt: skip
+    return out
+
+
+def ocr_table_rows(lines: Sequence[OcrLine], scale: float = Limits.page_render_scale) -> list[str]:
+    """The rows of the tables on an OCRed page, each with its label and column headers (module docstring)."""
+    return [row for table in aligned_tables(ocr_words(lines, scale)) for row in render(table)]
+
+
 def extended_text(doc_text: str, page_texts: Sequence[tuple[int, str]]) -> str:
     """The document text with its OCR page texts appended, given (char_start, text) in order."""
     out = doc_text
@@ -143,8 +181,11 @@ def ocr_pages(
     read: Callable[[str, Path], list[OcrLine]],
     path_for: Callable[[str], Path],
     failed: Callable[[dict, Exception], None] | None = None,
+    tables: bool = True,
+    scale: float = Limits.page_render_scale,
 ) -> pl.DataFrame:
-    """``PAGE_TEXT`` rows: the OCR text of every rendered (image-only) PDF page, in reading order.
+    """``PAGE_TEXT`` rows: the OCR text of every rendered (image-only) PDF page, in reading order, then the rows
+    of its tables with their headers (``tables``; the renders were made at ``scale`` pixels per point).
 
     ``read(image_id, path)`` returns OCR lines (use ``OcrEngine.read_cached`` with the shared cache);
     ``path_for(blob_path)`` maps a stored blob to its file. A page whose render cannot be read is
@@ -169,6 +210,9 @@ def ocr_pages(
         text = reading_order_text(lines)
         if not text:
             continue
+        table_rows = ocr_table_rows(lines, scale) if tables else []
+        if table_rows:
+            text = PAGE_BREAK.join([text, *table_rows])
         start = ends.get(doc_id, lengths[doc_id]) + len(PAGE_BREAK)
         ends[doc_id] = start + len(text)
         rows.append(
