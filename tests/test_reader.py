@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from mmkg.cli import app
 from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, named_cells, normalize
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 
@@ -216,6 +216,34 @@ def test_a_life_span_after_an_abbreviation_is_read_whole_and_outranks_a_relative
                    "father on 5 June 1840 he built ferries in Aarhus.")  # fmt: skip
     ans = Reader(min_confidence=0.0).read(analyze("When did Otto Lind die?"), None, ev)
     assert ans.text == "2 February 1881", ans.candidates[:3]
+
+
+def test_what_year_is_answered_with_the_year_alone():
+    ev = _evidence("Mr. Kell has been involved with school meals since about 1954, when he joined the board.")
+    reader = Reader(min_confidence=0.0)
+    q = analyze("Since what year has Mr. Kell been involved with school meals?")
+    assert reader.read(q, None, ev).text == "1954"
+    ev = _evidence("Otto Lind was born on 3 May 1820 in Aarhus.")
+    assert reader.read(analyze("In which year was Otto Lind born?"), None, ev).text == "1820"
+    assert reader.read(analyze("When was Otto Lind born?"), None, ev).text == "3 May 1820"  # "when": the whole date
+
+
+def test_a_cell_the_question_names_by_row_and_column_answers_whatever_type_the_words_announce():
+    # "What is the CAGR of ..." announces no number; the table row and column it names hold one
+    ev = _evidence("Advertising spend in India (INR billions)\n\nPrint | 2012: 154 | 2016: 241 | CAGR: 11.5%\n\n"
+                   "Television | 2012: 130 | 2016: 230 | CAGR: 14.7%\n\n"
+                   "Radio | 2012: 13 | 2016: 30 | CAGR: 20.7%")  # fmt: skip
+    reader = Reader(min_confidence=0.0)
+    q = analyze("What is the CAGR of television from 2012 to 2016?")
+    assert q.answer_type == "string"
+    ans = reader.read(q, None, ev)
+    assert ans.text == "14.7%", ans.candidates[:3]
+    # the years a question spans name no column of a row that has both; one year asked does
+    assert named_cells(q.text, "Television | 2012: 130 | 2016: 230 | CAGR: 14.7%") == [("14.7%", "CELL", 43, 48)]
+    assert [c[0] for c in named_cells("What was television's spend in 2016?", "Television | 2012: 130 | 2016: 230")] \
+        == ["230"]
+    # a row the question does not name gives nothing
+    assert named_cells(q.text, "Radio | 2012: 13 | 2016: 30 | CAGR: 20.7%") == []
 
 
 def test_numbers_inside_names_are_not_quantities():

@@ -420,6 +420,7 @@ class Reader:
             covered = {i for _, _, a, b in spans for i in range(a, b)}  # a code NER typed as a number still counts
             spans += [(m.group(0), "IDENT", m.start(), m.end()) for m in _IDENT.finditer(s.text)
                       if m.start() not in covered]  # fmt: skip
+            spans += named_cells(q.text, s.text)
         qn = f" {normalize(q.text)} "
         keep = []
         for text, label, a, b in spans:
@@ -725,6 +726,8 @@ class Reader:
             text = _clean_number(top, q, sentences)
         elif vtype in ("person", "organization", "place"):
             text = _full_name(text, sentences)
+        elif vtype == "date" and q.focus == "year" and (year := _YEAR.search(text)):
+            text = year.group(0)  # "what year" asks for the year: not "about 1954", "the summer of 1954"
         conf = self._confidence(cands)
         why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
         support = [Support(top.evidence, top.sentence, top.start, top.end)]
@@ -954,6 +957,29 @@ def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
             caption = " ".join(p for _, p in cells[: first_value - 1])
             return caption, cells[first_value - 1][1], header if sep else ""
     return None
+
+
+def named_cells(question: str, text: str) -> list[tuple[str, str, int, int]]:
+    """The value cells of a table row (``text``) whose row label and column header the question both name, as
+    spans: "What is the CAGR of television?" asks for the cell under "CAGR" in the row "TELEVISION" whatever
+    type of answer its words announce. A row's caption names every row of its table, so it names none here; nor
+    do years a question spans ("from 2012 to 2016") name a column when the row has a column for more than one."""
+    if _CELL_SEP not in text:
+        return []
+    cells, first_value = _row_cells(text)
+    asked = _asked(question)
+    if not first_value or not _asked(cells[first_value - 1][1]) & asked:
+        return []
+    headers = [part.rpartition(": ")[0] for _, part in cells[first_value:]]
+    if len({y for h in headers for y in _DIGITS.findall(h)} & asked) > 1:
+        asked = asked - set(_DIGITS.findall(question))
+    out = []
+    for start, part in cells[first_value:]:
+        header, sep, value = part.rpartition(": ")
+        if sep and _asked(header) & asked and _NUMBER.search(value) and value.strip():
+            at = start + len(header) + len(sep)
+            out.append((value.strip(), "CELL", at, at + len(value.strip())))
+    return out
 
 
 def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
