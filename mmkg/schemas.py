@@ -18,6 +18,7 @@ I64 = pl.Int64
 
 #: one transcript segment of a media document: its characters in ``documents.text`` and its time in seconds
 TIME_SEGMENT = pl.Struct({"char_start": I32, "char_end": I32, "t_start": pl.Float32, "t_end": pl.Float32})
+OUTLINE_ENTRY = pl.Struct({"level": I32, "title": Str, "page": I32})
 
 DOCUMENTS = pl.Schema(
     {
@@ -34,6 +35,7 @@ DOCUMENTS = pl.Schema(
         "n_bytes": I64,
         "duration_s": pl.Float32,
         "time_segments": pl.List(TIME_SEGMENT),
+        "outline": pl.List(OUTLINE_ENTRY),
     }
 )
 
@@ -372,6 +374,8 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "null for other kinds",
         "time_segments": "transcript segments: where each sits in the text (char_start, char_end) and in time "
         "(t_start, t_end, seconds)",
+        "outline": "a PDF's outline (its bookmarks) as the file states it: each heading's level (1 is the top), "
+        "title and 1-based page; empty where the file has none, null for other kinds",
     },
     "images": {
         "image_id": "content address of the stored bytes",
@@ -391,7 +395,8 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "t_s": "video frames: the time in the video, seconds; null otherwise",
     },
     "rejected_files": {
-        "stage": "ingest (not read) | budget (cut to the limits) | repaired | transcript | frames",
+        "stage": "ingest (not read) | budget (cut to the limits) | repaired | transcript | frames | tables | outline "
+        "(a PDF's tables or bookmarks not read; its text kept)",
         "reason": "why the file or record was rejected, cut or repaired",
     },
     "chunks": {
@@ -540,7 +545,7 @@ GLOBAL_TABLES = ("entity_catalog", "answers")
 
 #: columns added after a table was first declared: tables written before them get nulls on read instead of an error
 ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "documents": ("duration_s", "time_segments"),
+    "documents": ("duration_s", "time_segments", "outline"),
     "images": ("t_s",),
     "chunks": ("t_start", "t_end"),
 }

@@ -23,15 +23,21 @@ A candidate line found on more than ``RUNNING_PAGES`` chunks of its document is 
 footer ("NETFLIX, INC.", a paper's title on every page), not a heading. Only documents of the kinds in
 ``KINDS`` (PDF, Markdown, text) get sections: records and transcripts have no headings to read.
 
+A PDF that states its outline (its bookmarks, ``documents.outline``, read at ingest) gets its sections from
+the outline instead: each heading is placed where its page first says its title (else at the page's start),
+in the outline's order, and a chunk's path is the headings open at its first line. The rules above are for
+documents without one; font sizes are not read.
+
 Hand-written rather than a layout library: the chunks are what every reader (PDF, Markdown, text) has
-in common, and the rules above read them in one pass; PDF outlines and font sizes are not read here.
+in common, and the rules above read them in one pass.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -112,18 +118,77 @@ def sections(texts: list[str]) -> list[str]:
     return out
 
 
+def _place(text: str, page_starts: Sequence[int], outline: Sequence[dict[str, Any]]) -> list[tuple[int, int, int, str]]:
+    """Each outline heading as (page, offset, level, title): where a line of its page opens with the title (after
+    a section number, if any; words matched across line breaks and case), else where the page first says it,
+    else the page's start; never before the heading before it."""
+    placed: list[tuple[int, int, int, str]] = []
+    last = (0, 0)
+    for h in outline:
+        page, title = int(h["page"]), str(h["title"])
+        if not 1 <= page <= len(page_starts):
+            continue
+        start = page_starts[page - 1]
+        end = page_starts[page] if page < len(page_starts) else len(text)
+        words = r"\s+".join(map(re.escape, title.split()))
+        m = re.compile(r"(?m)^(?:[\dA-Z][\d.]*\.?\s+)?" + words, re.IGNORECASE).search(text, start, end)
+        m = m or re.compile(words, re.IGNORECASE).search(text, start, end)
+        at = max((page, m.start() if m else start), last)
+        placed.append((*at, int(h["level"]), title))
+        last = at
+    return placed
+
+
+def outline_sections(
+    chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
+) -> list[str]:
+    """The heading path of each chunk ``(page, char_start, text)`` of one document from its PDF outline (module
+    docstring): the headings placed at or before the chunk's first line, without the title that line says. An
+    OCR page's chunks start after the text layer, so a heading of their page, placed at its start, opens them."""
+    placed = _place(text, page_starts, outline)
+    out = []
+    for page, start, body in chunks:
+        first = next(_lines(body), "")
+        at = (page or 0, start + len(first))
+        stack: list[tuple[int, str]] = []
+        for key_page, key_at, level, title in placed:
+            if (key_page, key_at) > at:
+                break
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            if not stack or stack[-1][1] != title:  # a heading and its first subheading of the same name
+                stack.append((level, title))
+        said = " ".join(first.split()).casefold()
+        out.append(SEPARATOR.join(t for _, t in stack if t.casefold() != said))
+    return out
+
+
 def chunk_sections(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
     """The section path of every chunk, in ``chunks`` row order ("" where none is open or the kind has none)."""
     out = [""] * chunks.height
     kinds = dict(documents.select("doc_id", "kind").iter_rows()) if "kind" in documents.columns else {}
     if not any(kind in KINDS for kind in kinds.values()):
         return out
+    outlines = {
+        d: (text, starts, outline)
+        for d, text, starts, outline in documents.select("doc_id", "text", "page_starts", "outline").iter_rows()
+        if outline
+    } if {"outline", "text", "page_starts"} <= set(documents.columns) else {}  # fmt: skip
     # chunks in document order: by chunk_index, else by offset, else as given
     key = next((c for c in ("chunk_index", "char_start") if c in chunks.columns), "_row")
-    order = chunks.with_row_index("_row").select("_row", "doc_id", "text", *([key] if key != "_row" else []))
+    located = {"page", "char_start"} <= set(chunks.columns)
+    cols = ["_row", "doc_id", "text", *([key] if key != "_row" else []), *(["page", "char_start"] if located else [])]
+    order = chunks.with_row_index("_row").select(list(dict.fromkeys(cols)))
     for (doc_id,), group in order.sort("doc_id", key).group_by("doc_id", maintain_order=True):
         if kinds.get(doc_id) not in KINDS:
             continue
-        for row, path in zip(group["_row"].to_list(), sections(group["text"].to_list()), strict=True):
+        if located and doc_id in outlines:
+            text, starts, outline = outlines[doc_id]
+            where = list(zip(group["page"].to_list(), group["char_start"].to_list(), group["text"].to_list(),
+                             strict=True))  # fmt: skip
+            paths = outline_sections(where, text, starts, outline)
+        else:
+            paths = sections(group["text"].to_list())
+        for row, path in zip(group["_row"].to_list(), paths, strict=True):
             out[row] = path
     return out

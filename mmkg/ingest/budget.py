@@ -77,6 +77,8 @@ def _cut_tail(doc: SourceDocument, cut: int) -> int:
     remove_spans(doc, [(cut, len(doc.text))])
     doc.page_starts = [p for i, p in enumerate(doc.page_starts) if i == 0 or p < cut]
     last_page = len(doc.page_starts)
+    if doc.outline:  # headings of pages no longer kept
+        doc.outline = [h for h in doc.outline if h["page"] <= last_page]
     kept = [
         ref
         for ref in doc.images

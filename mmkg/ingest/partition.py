@@ -153,6 +153,7 @@ class _Reader:
                 "n_bytes": doc.n_bytes,
                 "duration_s": doc.duration_s,
                 "time_segments": doc.time_segments,
+                "outline": doc.outline,
             }
         )
         for occurrence, ref in enumerate(doc.images):

@@ -173,6 +173,7 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                 )
             )
         title = _metadata_title(pdf) or next((ln.strip() for t in texts for ln in t.splitlines() if ln.strip()), "")
+        outline = _outline(pdf, len(page_starts), rel, rejections)
     finally:
         pdf.close()
         if plumber is not None:
@@ -187,8 +188,31 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
         n_bytes=len(data),
         page_starts=page_starts,
         images=images,
+        outline=outline,
     )
     return doc, rejections
+
+
+#: outline entries kept per PDF (a 10-K's bookmarks run to a few hundred; a malformed one can loop)
+MAX_OUTLINE = 2000
+
+
+def _outline(pdf: pdfium.PdfDocument, n_pages: int, rel: str, rejections: list[Rejection]) -> list[dict]:
+    """The PDF's bookmarks as ``{level, title, page}`` (level 1 is the top), for the pages read; an entry that
+    points at no page of them is left out. An outline pdfium cannot walk is recorded, and the text kept."""
+    out: list[dict] = []
+    try:
+        for item in pdf.get_toc(max_depth=6):
+            dest = item.get_dest()
+            index = dest.get_index() if dest is not None else None
+            title = " ".join((item.get_title() or "").split())
+            if title and index is not None and 0 <= index < n_pages:
+                out.append({"level": item.level + 1, "title": title[:200], "page": index + 1})
+            if len(out) >= MAX_OUTLINE:
+                break
+    except (pdfium.PdfiumError, ValueError, RuntimeError) as exc:
+        rejections.append(Rejection(rel, f"outline not read ({type(exc).__name__}: {exc})", stage="outline"))
+    return out
 
 
 def _metadata_title(pdf: pdfium.PdfDocument) -> str:
