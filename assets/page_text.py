@@ -54,13 +54,12 @@ def read_page_text(
     tables = get_settings().pdf_tables if tables is None else tables
     pages = ocr_pages(documents, images, read, store.path_for, failed, tables=tables,
                       scale=Limits.page_render_scale)  # fmt: skip
-    table_rows = sum(t.count(" | ") > 0 for text in pages["text"] for t in text.split("\n\n")) if pages.height else 0
     stats = {
         "page_renders": renders.height,
         "pages_with_text": pages.height,
         "ocr_calls": engine.calls,  # 0 on a re-run: every render came from the cache
         "ocr_failures": len(failures),
-        "ocr_table_rows": table_rows,  # rows of tables found on OCRed pages, each added with its headers
+        "ocr_table_rows": int(pages["n_table_rows"].sum()) if pages.height else 0,  # added with their headers
         "mean_line_score": round(statistics.fmean(pages["mean_score"]), 3) if pages.height else 0.0,
     }
     return pages, stats

@@ -63,7 +63,9 @@ def chunks(
         pages,
         output_name="page_text",
         metadata={
-            **table_metadata(pages, ["page", "n_lines", "mean_score", "text"], ocr_seconds, table="page_text"),
+            **table_metadata(
+                pages, ["page", "n_lines", "n_table_rows", "mean_score", "text"], ocr_seconds, table="page_text"
+            ),
             **ocr_stats,
         },
     )

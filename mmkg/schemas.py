@@ -186,6 +186,7 @@ PAGE_TEXT = pl.Schema(
         "text": Str,
         "n_lines": I32,
         "mean_score": F32,
+        "n_table_rows": I32,
     }
 )
 
@@ -455,9 +456,11 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "image_id": "the page render the text was read from",
         "source": "ocr",
         "char_start": 'offset in documents.text + "\\n\\n" + OCR pages (mmkg.vision.page_text)',
-        "text": "OCR lines in reading order: rows by newline, paragraphs by a blank line",
+        "text": "OCR lines in reading order: rows by newline, paragraphs by a blank line; then the rows of the "
+        "page's tables, one paragraph each, with their labels and column headers",
         "n_lines": "OCR lines read on the page",
         "mean_score": "mean OCR confidence of those lines, 0..1",
+        "n_table_rows": "table rows found on the page and added after its text (0: no table)",
     },
     "image_text": {
         "line_index": "position of the line in the image, in reading order",
@@ -548,6 +551,7 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
     "documents": ("duration_s", "time_segments", "outline"),
     "images": ("t_s",),
     "chunks": ("t_start", "t_end"),
+    "page_text": ("n_table_rows",),
 }
 
 

@@ -190,8 +190,10 @@ def test_a_table_on_a_scanned_page_is_read_as_rows_with_headers() -> None:
           "role": "page_render", "source": "deck.pdf#page=1", "blob_path": "b/1.png"}],
         schemas.IMAGES,
     )  # fmt: skip
-    with_rows = ocr_pages(docs, images, lambda image_id, path: lines, Path)["text"][0]
-    plain = ocr_pages(docs, images, lambda image_id, path: lines, Path, tables=False)["text"][0]
+    read = ocr_pages(docs, images, lambda image_id, path: lines, Path)
+    with_rows, plain = read["text"][0], ocr_pages(docs, images, lambda image_id, path: lines, Path, tables=False)
+    assert read["n_table_rows"].to_list() == [3] and plain["n_table_rows"].to_list() == [0]
+    plain = plain["text"][0]
     # the page's own text first, as before; then one paragraph per row
     assert with_rows.startswith(plain) and with_rows[len(plain) :] == "".join(f"\n\n{r}" for r in rows)
     assert "Television" in plain and "CAGR: 14.7%" not in plain
@@ -244,6 +246,7 @@ def test_image_only_page_becomes_ocr_chunks(scanned: dict) -> None:
         assert full[c["char_start"] : c["char_end"]] == c["text"]
     meta = scanned["instance"].get_latest_materialization_event(AssetKey("page_text")).asset_materialization.metadata
     assert meta["ocr_calls"].value == 1 and meta["pages_with_text"].value == 1
+    assert meta["ocr_table_rows"].value == 0 and pages["n_table_rows"].to_list() == [0]  # prose, no table
 
 
 def test_mentions_from_ocr_text_and_rerun_hits_the_cache(scanned: dict) -> None:

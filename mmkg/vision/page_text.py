@@ -226,6 +226,7 @@ def ocr_pages(
                 "text": text,
                 "n_lines": len(lines),
                 "mean_score": statistics.fmean(ln.score for ln in lines),
+                "n_table_rows": len(table_rows),
             }
         )
     return schemas.frame(rows, schemas.PAGE_TEXT)
