@@ -43,6 +43,7 @@ PARTITIONED_TABLES = (
     "rejected_files",
     "page_text",
     "chunks",
+    "sections",
     "sentences",
     "entity_mentions",
     "relations",
@@ -75,7 +76,7 @@ def _result(r: validation.CheckResult, key: AssetCheckKey | None = None) -> Asse
 #: the partitioned tables each asset step writes; their checks run together in one check step after it
 CHECKED_BY_STEP: dict[str, tuple[str, ...]] = {
     "ingest": ("documents", "images", "rejected_files"),
-    "chunks": ("page_text", "chunks"),
+    "chunks": ("page_text", "chunks", "sections"),
     "parse": ("sentences", "entity_mentions", "relations"),
     "entities": ("entities", "document_entities"),
     "ground_images": ("image_text", "objects", "grounding_failures"),
@@ -127,6 +128,14 @@ def _table_checks(table: str) -> list[tuple[AssetCheckSpec, tuple[str, ...], Eva
                  "multimodal_nodes"),
             (table, "sentences", "objects", "multimodal_nodes"),
             _incidence_ids_line_up,
+        ))  # fmt: skip
+    if table == "sections":
+        out.append((
+            spec("headings_nest", "Each heading's parent is a heading of its document at a lower level, ordinals "
+                 "run in reading order, pages and levels are 1-based, and the chunks it lists are its document's.",
+                 "chunks"),
+            (table, "chunks"),
+            lambda f, part: validation.check_sections(f[table], f["chunks"], part),
         ))  # fmt: skip
     if table == "cross_modal_links":
         out.append((

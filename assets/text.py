@@ -14,6 +14,7 @@ from mmkg import schemas
 from mmkg.chunking import chunk_documents
 from mmkg.entities import document_entities, merge_mentions
 from mmkg.nlp import ParseCache
+from mmkg.sections import section_table
 from mmkg.settings import get_settings
 from resources import GroundingResource, SpacyResource, StorageResource
 
@@ -41,6 +42,14 @@ class ChunkConfig(Config):
             owners=OWNERS,
             kinds={"spacy", "parquet"},
         ),
+        "sections": AssetOut(
+            is_required=False,
+            description="The documents' headings, one row each, with their level, parent, page and the chunks that "
+            "begin under them: from a PDF's outline where it has one, else read off the text (mmkg/sections.py).",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"parquet"},
+        ),
     },
     ins={"documents": AssetIn(), "images": AssetIn()},
     partitions_def=corpus_partitions,
@@ -55,7 +64,8 @@ def chunks(
     documents: pl.DataFrame,
     images: pl.DataFrame,
 ):
-    """OCR the renders of image-only PDF pages, then chunk every page (text layer or OCR) alike."""
+    """OCR the renders of image-only PDF pages, then chunk every page (text layer or OCR) alike, and read the
+    documents' headings over those chunks."""
     t0 = time.perf_counter()
     pages, ocr_stats = read_page_text(documents, images, grounding, storage, context.log)
     ocr_seconds = time.perf_counter() - t0
@@ -84,6 +94,18 @@ def chunks(
             "max_tokens": int(tokens.max() or 0),
             "chunks_with_images": int((out["image_ids"].list.len() > 0).sum()),
             "by_text_source": counts(out, "text_source"),
+        },
+    )
+    t0 = time.perf_counter()
+    heads = section_table(out, documents)
+    yield Output(
+        heads,
+        output_name="sections",
+        metadata={
+            **table_metadata(heads, ["level", "title", "page", "source"], time.perf_counter() - t0, table="sections"),
+            "documents_with_sections": heads["doc_id"].n_unique(),
+            "by_source": counts(heads, "source"),
+            "chunks_under_a_heading": int(heads["chunk_ids"].list.len().sum() or 0),
         },
     )
 

@@ -309,6 +309,22 @@ CROSS_MODAL_LINKS = pl.Schema(
     }
 )
 
+SECTIONS = pl.Schema(
+    {
+        "section_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "ordinal": I32,
+        "level": I32,
+        "title": Str,
+        "path": Str,
+        "parent_id": Str,
+        "page": I32,
+        "source": Str,
+        "chunk_ids": pl.List(Str),
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
     "documents": DOCUMENTS,
     "images": IMAGES,
@@ -321,6 +337,7 @@ TABLES: dict[str, pl.Schema] = {
     "entity_catalog": ENTITY_CATALOG,
     "relations": RELATIONS,
     "page_text": PAGE_TEXT,
+    "sections": SECTIONS,
     "image_text": IMAGE_TEXT,
     "objects": OBJECTS,
     "grounding_failures": GROUNDING_FAILURES,
@@ -375,8 +392,8 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "null for other kinds",
         "time_segments": "transcript segments: where each sits in the text (char_start, char_end) and in time "
         "(t_start, t_end, seconds)",
-        "outline": "a PDF's outline (its bookmarks) as the file states it: each heading's level (1 is the top), "
-        "title and 1-based page; empty where the file has none, null for other kinds",
+        "outline": "the outline the file states: a PDF's bookmarks, a Markdown file's headings; each heading's level "
+        "(1 is the top), title and 1-based page; empty where the file has none, null for other kinds",
     },
     "images": {
         "image_id": "content address of the stored bytes",
@@ -461,6 +478,18 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "n_lines": "OCR lines read on the page",
         "mean_score": "mean OCR confidence of those lines, 0..1",
         "n_table_rows": "table rows found on the page and added after its text (0: no table)",
+    },
+    "sections": {
+        "section_id": "content id of the document, the heading's ordinal and its title",
+        "ordinal": "the heading's position among its document's headings (0 first), in reading order",
+        "level": "1 is the top; a subheading's level is above its parent's",
+        "title": "the heading as the outline or the page states it",
+        "path": 'the titles from the top heading down to this one, joined by " > "',
+        "parent_id": "the enclosing heading (sections.section_id in the same document); null at the top",
+        "page": "1-based page where the heading opens (null for unpaged text)",
+        "source": "outline (documents.outline: a PDF's bookmarks, a Markdown file's headings) | text (headings "
+        "read off the lines)",
+        "chunk_ids": "the chunks that begin under this heading (chunks.chunk_id), in document order",
     },
     "image_text": {
         "line_index": "position of the line in the image, in reading order",

@@ -23,10 +23,12 @@ A candidate line found on more than ``RUNNING_PAGES`` chunks of its document is 
 footer ("NETFLIX, INC.", a paper's title on every page), not a heading. Only documents of the kinds in
 ``KINDS`` (PDF, Markdown, text) get sections: records and transcripts have no headings to read.
 
-A PDF that states its outline (its bookmarks, ``documents.outline``, read at ingest) gets its sections from
-the outline instead: each heading is placed where its page first says its title (else at the page's start),
-in the outline's order, and a chunk's path is the headings open at its first line. The rules above are for
-documents without one; font sizes are not read.
+A document that states its outline (``documents.outline``, read at ingest: a PDF's bookmarks, a Markdown
+file's ``#`` headings) gets its sections from the outline instead: each heading is placed where a line of its
+page opens with the title (else where the page first says it, else at the page's start), in the outline's
+order, and a chunk's path is the headings open at its first line. The rules above are for documents without
+one; font sizes are not read. ``section_table`` lists the headings themselves (the ``sections`` asset), from
+the same walk.
 
 Hand-written rather than a layout library: the chunks are what every reader (PDF, Markdown, text) has
 in common, and the rules above read them in one pass.
@@ -37,9 +39,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
+from mmkg import schemas
+from mmkg.ids import content_id
 
 MAX_WORDS = 10
 RUNNING_PAGES = 2
@@ -89,33 +95,70 @@ def _lines(text: str) -> Iterator[str]:
             yield line.strip()
 
 
-def sections(texts: list[str]) -> list[str]:
-    """The heading path of each chunk of one document (``texts`` in chunk order): the headings open where the
-    chunk starts, and those its own first lines open, without titles the chunk's first line already says."""
+@dataclass
+class Heading:
+    """One heading of a document: where it opens (the chunk, in document order, and its page) and its parent."""
+
+    level: int
+    title: str
+    chunk: int  # the first chunk at or after the heading
+    page: int | None
+    parent: int | None  # index of the enclosing heading in the document's list, None at the top
+    source: str  # "outline" or "text"
+
+
+@dataclass
+class Walk:
+    """A document read for its sections: its headings, each chunk's heading path (without the title its first
+    line already says) and the heading each chunk begins under (None: before any)."""
+
+    headings: list[Heading] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    owners: list[int | None] = field(default_factory=list)
+
+
+def _push(walk: Walk, stack: list[int], level: int, title: str, chunk: int, page: int | None, source: str) -> None:
+    while stack and walk.headings[stack[-1]].level >= level:
+        stack.pop()
+    if stack and walk.headings[stack[-1]].title == title:  # a heading and its first subheading of the same name
+        return
+    walk.headings.append(Heading(level, title, chunk, page, stack[-1] if stack else None, source))
+    stack.append(len(walk.headings) - 1)
+
+
+def _path(walk: Walk, stack: Sequence[int], said: set[str]) -> str:
+    said = {s.casefold() for s in said}
+    return SEPARATOR.join(walk.headings[i].title for i in stack if walk.headings[i].title.casefold() not in said)
+
+
+def walk_text(texts: Sequence[str], pages: Sequence[int | None] | None = None) -> Walk:
+    """A document's sections by the text rules (module docstring), ``texts`` its chunks in order."""
     counts = Counter(line for t in texts for line in set(_lines(t)) if heading_level(line) is not None)
     running = {line for line, n in counts.items() if n > RUNNING_PAGES}
-    stack: list[tuple[int, str]] = []
-    out = []
-    for text in texts:
+    walk, stack = Walk(), []
+    for c, text in enumerate(texts):
         lines = list(_lines(text))
-        leading = True
-        path = ""
+        leading, said = True, set()
         for i, line in enumerate(lines):
             level = heading_level(line) if line not in running else None
             if level is None:
                 if leading:
                     said = {x.lstrip("#").strip() for x in lines[:i]}
-                    path = SEPARATOR.join(t for _, t in stack if t not in said)
+                    walk.paths.append(_path(walk, stack, said))
+                    walk.owners.append(stack[-1] if stack else None)
                     leading = False
                 continue
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, line.lstrip("#").strip()))
+            _push(walk, stack, level, line.lstrip("#").strip(), c, pages[c] if pages else None, "text")
         if leading:  # the chunk is headings only
-            said = {x.lstrip("#").strip() for x in lines}
-            path = SEPARATOR.join(t for _, t in stack if t not in said)
-        out.append(path)
-    return out
+            walk.paths.append(_path(walk, stack, {x.lstrip("#").strip() for x in lines}))
+            walk.owners.append(stack[-1] if stack else None)
+    return walk
+
+
+def sections(texts: list[str]) -> list[str]:
+    """The heading path of each chunk of one document (``texts`` in chunk order): the headings open where the
+    chunk starts, and those its own first lines open, without titles the chunk's first line already says."""
+    return walk_text(texts).paths
 
 
 def _place(text: str, page_starts: Sequence[int], outline: Sequence[dict[str, Any]]) -> list[tuple[int, int, int, str]]:
@@ -139,56 +182,92 @@ def _place(text: str, page_starts: Sequence[int], outline: Sequence[dict[str, An
     return placed
 
 
+def walk_outline(
+    chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
+) -> Walk:
+    """A document's sections from its PDF outline (module docstring), ``chunks`` its ``(page, char_start, text)``
+    in order: a chunk sits under the headings placed at or before its first line. An OCR page's chunks start
+    after the text layer, so a heading of their page, placed at its start, opens them."""
+    placed = _place(text, page_starts, outline)
+    walk, stack = Walk(), []
+    nxt = 0
+    for c, (page, start, body) in enumerate(chunks):
+        first = next(_lines(body), "")
+        at = (page or 1, start + len(first))  # unpaged text (Markdown) is one page
+        while nxt < len(placed) and placed[nxt][:2] <= at:
+            _push(walk, stack, placed[nxt][2], placed[nxt][3], c, placed[nxt][0] if page else None, "outline")
+            nxt += 1
+        walk.paths.append(_path(walk, stack, {" ".join(first.split())}))
+        walk.owners.append(stack[-1] if stack else None)
+    return walk
+
+
 def outline_sections(
     chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
 ) -> list[str]:
-    """The heading path of each chunk ``(page, char_start, text)`` of one document from its PDF outline (module
-    docstring): the headings placed at or before the chunk's first line, without the title that line says. An
-    OCR page's chunks start after the text layer, so a heading of their page, placed at its start, opens them."""
-    placed = _place(text, page_starts, outline)
-    out = []
-    for page, start, body in chunks:
-        first = next(_lines(body), "")
-        at = (page or 0, start + len(first))
-        stack: list[tuple[int, str]] = []
-        for key_page, key_at, level, title in placed:
-            if (key_page, key_at) > at:
-                break
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            if not stack or stack[-1][1] != title:  # a heading and its first subheading of the same name
-                stack.append((level, title))
-        said = " ".join(first.split()).casefold()
-        out.append(SEPARATOR.join(t for _, t in stack if t.casefold() != said))
-    return out
+    """The heading path of each chunk ``(page, char_start, text)`` of one document from its PDF outline."""
+    return walk_outline(chunks, text, page_starts, outline).paths
 
 
-def chunk_sections(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
-    """The section path of every chunk, in ``chunks`` row order ("" where none is open or the kind has none)."""
-    out = [""] * chunks.height
+def _walks(chunks: pl.DataFrame, documents: pl.DataFrame) -> Iterator[tuple[str, list[int], list[str], Walk]]:
+    """``(doc_id, chunk rows, chunk ids, walk)`` of every document of a kind with sections, chunks in document
+    order (by chunk_index, else by offset, else as given): from its outline where it has one, else its text."""
     kinds = dict(documents.select("doc_id", "kind").iter_rows()) if "kind" in documents.columns else {}
     if not any(kind in KINDS for kind in kinds.values()):
-        return out
+        return
     outlines = {
         d: (text, starts, outline)
         for d, text, starts, outline in documents.select("doc_id", "text", "page_starts", "outline").iter_rows()
         if outline
     } if {"outline", "text", "page_starts"} <= set(documents.columns) else {}  # fmt: skip
-    # chunks in document order: by chunk_index, else by offset, else as given
     key = next((c for c in ("chunk_index", "char_start") if c in chunks.columns), "_row")
     located = {"page", "char_start"} <= set(chunks.columns)
-    cols = ["_row", "doc_id", "text", *([key] if key != "_row" else []), *(["page", "char_start"] if located else [])]
+    ids = "chunk_id" in chunks.columns
+    cols = ["_row", "doc_id", "text", key, *(["page", "char_start"] if located else []), *(["chunk_id"] if ids else [])]
     order = chunks.with_row_index("_row").select(list(dict.fromkeys(cols)))
     for (doc_id,), group in order.sort("doc_id", key).group_by("doc_id", maintain_order=True):
         if kinds.get(doc_id) not in KINDS:
             continue
+        texts = group["text"].to_list()
+        pages = group["page"].to_list() if located else None
         if located and doc_id in outlines:
             text, starts, outline = outlines[doc_id]
-            where = list(zip(group["page"].to_list(), group["char_start"].to_list(), group["text"].to_list(),
-                             strict=True))  # fmt: skip
-            paths = outline_sections(where, text, starts, outline)
+            walk = walk_outline(list(zip(pages, group["char_start"].to_list(), texts, strict=True)), text, starts,
+                                outline)  # fmt: skip
         else:
-            paths = sections(group["text"].to_list())
-        for row, path in zip(group["_row"].to_list(), paths, strict=True):
+            walk = walk_text(texts, pages)
+        yield doc_id, group["_row"].to_list(), group["chunk_id"].to_list() if ids else [], walk
+
+
+def chunk_sections(chunks: pl.DataFrame, documents: pl.DataFrame) -> list[str]:
+    """The section path of every chunk, in ``chunks`` row order ("" where none is open or the kind has none)."""
+    out = [""] * chunks.height
+    for _, rows, _, walk in _walks(chunks, documents):
+        for row, path in zip(rows, walk.paths, strict=True):
             out[row] = path
     return out
+
+
+def section_table(chunks: pl.DataFrame, documents: pl.DataFrame) -> pl.DataFrame:
+    """The ``SECTIONS`` table: one row per heading of every document with sections, in document order, with its
+    parent, its path, where it opens and the chunks that begin under it."""
+    partitions = dict(documents.select("doc_id", "partition").iter_rows()) if "partition" in documents.columns else {}
+    rows: list[dict[str, Any]] = []
+    for doc_id, _, chunk_ids, walk in _walks(chunks, documents):
+        ids = [content_id(doc_id, i, h.title) for i, h in enumerate(walk.headings)]
+        owned: dict[int, list[str]] = {}
+        for chunk_id, owner in zip(chunk_ids, walk.owners, strict=True):
+            if owner is not None:
+                owned.setdefault(owner, []).append(chunk_id)
+        for i, h in enumerate(walk.headings):
+            chain, j = [], i
+            while j is not None:
+                chain.append(walk.headings[j].title)
+                j = walk.headings[j].parent
+            rows.append({
+                "section_id": ids[i], "partition": partitions.get(doc_id, ""), "doc_id": doc_id, "ordinal": i,
+                "level": h.level, "title": h.title, "path": SEPARATOR.join(reversed(chain)),
+                "parent_id": ids[h.parent] if h.parent is not None else None, "page": h.page, "source": h.source,
+                "chunk_ids": owned.get(i, []),
+            })  # fmt: skip
+    return schemas.frame(rows, schemas.SECTIONS)

@@ -28,6 +28,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "images": ("doc_id", "occurrence"),
     "rejected_files": (),
     "page_text": ("doc_id", "page"),
+    "sections": ("section_id",),
     "chunks": ("chunk_id",),
     "sentences": ("sentence_id",),
     "entity_mentions": ("mention_id",),
@@ -57,6 +58,8 @@ REFERENCES: tuple[tuple[str, str, str, str, bool], ...] = (
     ("images", "doc_id", "documents", "doc_id", False),
     ("chunks", "doc_id", "documents", "doc_id", False),
     ("page_text", "doc_id", "documents", "doc_id", False),
+    ("sections", "doc_id", "documents", "doc_id", False),
+    ("sections", "parent_id", "sections", "section_id", True),  # the top headings have no parent
     ("sentences", "chunk_id", "chunks", "chunk_id", False),
     ("entity_mentions", "chunk_id", "chunks", "chunk_id", False),
     ("entity_mentions", "sentence_id", "sentences", "sentence_id", True),  # title mentions have no sentence
@@ -160,6 +163,39 @@ def check_cross_modal_links(df: pl.DataFrame, partition: str | None = None) -> C
     linked = df.filter(aligned).height
     return _result("cross_modal_links", problems, f"{linked:,} of {df.height:,} image-side entities linked "
                    "consistently", partition, rows=df.height, linked=linked)  # fmt: skip
+
+
+def check_sections(df: pl.DataFrame, chunks: pl.DataFrame, partition: str | None = None) -> CheckResult:
+    """Headings nest: a parent is a heading of the same document at a lower level, ordinals run 0.. per document,
+    pages are 1-based, sources are known, and every chunk a heading lists is a chunk of its document."""
+    problems: list[str] = []
+    parents = df.select(pl.col("section_id").alias("parent_id"), pl.col("doc_id").alias("parent_doc"),
+                        pl.col("level").alias("parent_level"))  # fmt: skip
+    joined = df.drop_nulls("parent_id").join(parents, on="parent_id", how="left")
+    bad = joined.filter((pl.col("parent_doc") != pl.col("doc_id")) | (pl.col("parent_level") >= pl.col("level")))
+    if bad.height:
+        problems.append(f"{bad.height} heading(s) under a parent of another document or of no lower level, "
+                        f"e.g. {_sample(bad['section_id'])}")  # fmt: skip
+    runs = df.group_by("doc_id").agg(pl.col("ordinal").sort().alias("o"), pl.len().alias("n"))
+    bad = runs.filter(pl.col("o") != pl.int_ranges(0, pl.col("n")))
+    if bad.height:
+        problems.append(f"{bad.height} document(s) whose heading ordinals do not run 0..n-1: {_sample(bad['doc_id'])}")
+    bad = df.filter((pl.col("page") < 1) | (pl.col("level") < 1) | ~pl.col("source").is_in(["outline", "text"]))
+    if bad.height:
+        problems.append(f"{bad.height} heading(s) with a page or level below 1 or an unknown source, "
+                        f"e.g. {_sample(bad['section_id'])}")  # fmt: skip
+    listed = df.select("doc_id", pl.col("chunk_ids").alias("chunk_id")).explode("chunk_id").drop_nulls()
+    known = chunks.select("chunk_id", pl.col("doc_id").alias("chunk_doc"))
+    orphans = listed.join(known, on="chunk_id", how="left").filter(
+        pl.col("chunk_doc").is_null() | (pl.col("chunk_doc") != pl.col("doc_id"))
+    )
+    if orphans.height:
+        problems.append(f"{orphans.height} listed chunk(s) missing from chunks or of another document, e.g. "
+                        f"{_sample(orphans['chunk_id'])}")  # fmt: skip
+    docs = df["doc_id"].n_unique()
+    return _result("sections", problems, f"{df.height:,} headings of {docs:,} document(s) nest, "
+                   f"{listed.height:,} chunks placed under them", partition, headings=df.height, documents=docs,
+                   placed_chunks=listed.height)  # fmt: skip
 
 
 def check_references(

@@ -182,6 +182,15 @@ def link_without_entity(data: Path) -> None:
     ).write_parquet(path)
 
 
+def misnest_heading(data: Path) -> None:
+    """A heading at level 0: levels are 1-based, and a subheading's is above its parent's."""
+    path = table_path(data, "sections")
+    df = pl.read_parquet(path)
+    assert not df.is_empty()  # the sample's Markdown documents open with a "# Title" heading
+    first = pl.int_range(pl.len()) == 0
+    df.with_columns(pl.when(first).then(0).otherwise(pl.col("level")).cast(pl.Int32).alias("level")).write_parquet(path)
+
+
 def point_current_at_missing_version(data: Path) -> None:
     (data / "index" / "CURRENT").write_text("v-missing\n")
 
@@ -195,6 +204,7 @@ BREAKERS: dict[tuple[str, str], tuple[Callable[[Path], None], str]] = {
     **{(t, "finite_unit_norm"): (stretch_first_vector(t), "not unit-norm") for t in validation.VECTOR_TABLES},
     ("incidence_matrices", "ids_line_up"): (reorder_smi_rows, "different order"),
     ("cross_modal_links", "links_consistent"): (link_without_entity, "aligned link(s) without an entity_key"),
+    ("sections", "headings_nest"): (misnest_heading, "a page or level below 1"),
     ("entity_catalog", "schema"): (drop_last_column("entity_catalog"), "missing column"),
     ("graph", "well_formed"): (edge_to_missing_node, "edge to a missing node"),
     ("graph", "counts_match_partitions"): (drop_one_edge, "partitions add up to"),
@@ -219,7 +229,7 @@ def test_partition_checks_run_in_one_step_per_asset_step():
     assert checked == {t for tables in checks.CHECKED_BY_STEP.values() for t in tables}
     assert len(PARTITION_CHECKS) == len(checks.CHECKED_BY_STEP)
     specs = [s for c in PARTITION_CHECKS for s in c.check_specs]
-    assert len(specs) == len({s.key for s in specs}) == 36 and all(s.blocking for s in specs)
+    assert len(specs) == len({s.key for s in specs}) == 40 and all(s.blocking for s in specs)
 
 
 def test_every_check_passes_on_the_sample_corpus(built: Built):

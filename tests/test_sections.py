@@ -12,7 +12,8 @@ from mmkg.chunking import chunk_documents
 from mmkg.embedding import chunk_texts
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf import read_pdf
-from mmkg.sections import chunk_sections, heading_level, outline_sections, sections
+from mmkg.sections import chunk_sections, heading_level, outline_sections, section_table, sections
+from mmkg.validation import check_sections
 from tests.conftest import write_pdf
 
 
@@ -178,3 +179,76 @@ def test_sections_come_from_the_outline_where_the_pdf_has_one(tmp_path: Path) ->
     assert outline_sections([(4, doc.page_starts[3], "Results\nLifts rose")], doc.text, doc.page_starts, renamed) == [
         "Findings"
     ]
+
+
+def test_the_sections_table_lists_each_heading_with_its_parent_page_and_chunks(tmp_path: Path) -> None:
+    path = write_outlined_pdf(tmp_path / "cranes.pdf", OUTLINED_PAGES, OUTLINE)
+    doc, _ = read_pdf(path.read_bytes(), "cranes.pdf", Limits())
+    rows = [
+        {"doc_id": "d1", "partition": "p", "source_path": "cranes.pdf", "record_key": "", "kind": "pdf",
+         "title": "Crane study", "text": doc.text, "page_starts": doc.page_starts, "n_pages": 4,
+         "content_sha256": "x", "n_bytes": 1, "outline": doc.outline},
+        {"doc_id": "d2", "partition": "p", "source_path": "notes.md", "record_key": "", "kind": "markdown",
+         "title": "Notes", "text": "# Notes\n\nSome words.\n\n## Sensors\n\nEach crane has a load cell.",
+         "page_starts": [0], "n_pages": 1, "content_sha256": "y", "n_bytes": 1, "outline": None},
+    ]  # fmt: skip
+    documents = schemas.frame(rows, schemas.DOCUMENTS)
+    chunks = chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=12)
+    table = section_table(chunks, documents)
+    assert table.schema == schemas.SECTIONS
+    pdf = table.filter(pl.col("doc_id") == "d1").sort("ordinal")
+    assert pdf.select("title", "level", "page", "source").rows() == [
+        ("Introduction", 1, 1, "outline"), ("Maintenance", 1, 2, "outline"), ("Spare parts", 2, 3, "outline"),
+        ("Results", 1, 4, "outline"),
+    ]  # fmt: skip
+    ids = dict(zip(pdf["title"], pdf["section_id"], strict=True))
+    assert pdf.filter(pl.col("title") == "Spare parts")["parent_id"][0] == ids["Maintenance"]
+    assert pdf.filter(pl.col("title") == "Spare parts")["path"][0] == "Maintenance > Spare parts"
+    text_of = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+    under = {t: [text_of[c] for c in cs] for t, cs in zip(pdf["title"], pdf["chunk_ids"], strict=True)}
+    assert any("north shed" in t for t in under["Maintenance"])  # page 3's first chunk never names it
+    assert any("ordered twice a year" in t for t in under["Spare parts"])
+    assert not any("north shed" in t for t in under["Spare parts"])
+    md = table.filter(pl.col("doc_id") == "d2").sort("ordinal")
+    assert md.select("title", "level", "path", "source").rows() == [
+        ("Notes", 1, "Notes", "text"), ("Sensors", 2, "Notes > Sensors", "text")
+    ]  # fmt: skip
+    # every chunk of a document with headings is under one, and the table passes its own check
+    assert sum(table["chunk_ids"].list.len()) == chunks.height - 1  # the cranes' title line precedes its outline
+    assert check_sections(table, chunks, "p").passed
+    # and the check names what breaks: a subheading at its parent's level, a chunk of another document
+    flat = table.with_columns(pl.when(pl.col("title") == "Spare parts").then(1).otherwise(pl.col("level"))
+                              .cast(pl.Int32).alias("level"))  # fmt: skip
+    assert "of no lower level" in check_sections(flat, chunks, "p").description
+    moved = [{**r, "chunk_ids": pdf["chunk_ids"][0].to_list()} if r["title"] == "Sensors" else r
+             for r in table.to_dicts()]  # fmt: skip
+    other = schemas.frame(moved, schemas.SECTIONS)
+    assert "of another document" in check_sections(other, chunks, "p").description
+
+
+def test_a_markdown_file_states_its_outline_in_its_headings(tmp_path: Path) -> None:
+    from mmkg.ingest.text import read_markdown
+
+    md = tmp_path / "cranes.md"
+    md.write_text("# Crane study\n\nThe port runs four cranes.\n\n## Maintenance\n\nEach crane is serviced every six "
+                  "weeks.\n\n### Spare *parts*\n\nCables are ordered twice a year.\n")  # fmt: skip
+    doc, _ = read_markdown(md, md.read_bytes(), "cranes.md")
+    assert doc.outline == [{"level": 1, "title": "Crane study", "page": 1},
+                           {"level": 2, "title": "Maintenance", "page": 1},
+                           {"level": 3, "title": "Spare parts", "page": 1}]  # fmt: skip
+    assert "# " not in doc.text  # the text is rendered: the heading marks are gone, the outline keeps them
+    documents = schemas.frame(
+        [{"doc_id": "d1", "partition": "p", "source_path": "cranes.md", "record_key": "", "kind": "markdown",
+          "title": doc.title, "text": doc.text, "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1,
+          "outline": doc.outline}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    chunks = chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=8)
+    table = section_table(chunks, documents)
+    assert table.select("path", "page", "source").rows() == [
+        ("Crane study", None, "outline"), ("Crane study > Maintenance", None, "outline"),
+        ("Crane study > Maintenance > Spare parts", None, "outline"),
+    ]  # fmt: skip
+    paths = dict(zip(chunks["text"], chunk_sections(chunks, documents), strict=True))
+    assert paths["Cables are ordered twice a year."] == "Crane study > Maintenance > Spare parts"
+    assert check_sections(table, chunks, "p").passed

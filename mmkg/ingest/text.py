@@ -62,6 +62,7 @@ class _Renderer:
         self.length = 0
         self.images: list[tuple[int, str, str, int]] = []  # (offset, src, alt, line)
         self.first_heading: str | None = None
+        self.headings: list[dict] = []  # the document's outline: level (1 for "#"), title, page 1
 
     def emit(self, s: str) -> None:
         if s:
@@ -90,13 +91,13 @@ class _Renderer:
 
     def render(self, text: str) -> str:
         tokens = _MD.parse(text)
-        in_heading = False
+        in_heading, level = False, 0
         row: list[str] = []
         in_cell = False
         for tok in tokens:
             line = (tok.map[0] + 1) if tok.map else 0
             if tok.type == "heading_open":
-                in_heading = True
+                in_heading, level = True, int(tok.tag[1:])
             elif tok.type == "heading_close":
                 in_heading = False
                 self.block_break()
@@ -119,6 +120,8 @@ class _Renderer:
                 rendered = self.inline(tok, line)
                 if in_heading and self.first_heading is None:
                     self.first_heading = rendered.strip()
+                if in_heading and rendered.strip():
+                    self.headings.append({"level": level, "title": " ".join(rendered.split())[:200], "page": 1})
             elif tok.type == "paragraph_close":
                 self.block_break()
             elif tok.type in {"fence", "code_block"}:
@@ -146,7 +149,9 @@ def read_markdown(path: Path, data: bytes, rel: str) -> tuple[SourceDocument, li
         (image_target(src, path.parent), ImageRef(None, src, "linked", min(off, len(text)), None, alt), line)
         for off, src, alt, line in r.images
     ]
-    return _doc(rel, "markdown", title, text, data), links
+    doc = _doc(rel, "markdown", title, text, data)
+    doc.outline = r.headings
+    return doc, links
 
 
 def read_plain_text(path: Path, data: bytes, rel: str) -> SourceDocument:
