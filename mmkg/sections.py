@@ -97,11 +97,10 @@ def _lines(text: str) -> Iterator[str]:
 
 @dataclass
 class Heading:
-    """One heading of a document: where it opens (the chunk, in document order, and its page) and its parent."""
+    """One heading of a document: its level, title, the page where it opens and its parent."""
 
     level: int
     title: str
-    chunk: int  # the first chunk at or after the heading
     page: int | None
     parent: int | None  # index of the enclosing heading in the document's list, None at the top
     source: str  # "outline" or "text"
@@ -117,12 +116,12 @@ class Walk:
     owners: list[int | None] = field(default_factory=list)
 
 
-def _push(walk: Walk, stack: list[int], level: int, title: str, chunk: int, page: int | None, source: str) -> None:
+def _push(walk: Walk, stack: list[int], level: int, title: str, page: int | None, source: str) -> None:
     while stack and walk.headings[stack[-1]].level >= level:
         stack.pop()
     if stack and walk.headings[stack[-1]].title == title:  # a heading and its first subheading of the same name
         return
-    walk.headings.append(Heading(level, title, chunk, page, stack[-1] if stack else None, source))
+    walk.headings.append(Heading(level, title, page, stack[-1] if stack else None, source))
     stack.append(len(walk.headings) - 1)
 
 
@@ -148,7 +147,7 @@ def walk_text(texts: Sequence[str], pages: Sequence[int | None] | None = None) -
                     walk.owners.append(stack[-1] if stack else None)
                     leading = False
                 continue
-            _push(walk, stack, level, line.lstrip("#").strip(), c, pages[c] if pages else None, "text")
+            _push(walk, stack, level, line.lstrip("#").strip(), pages[c] if pages else None, "text")
         if leading:  # the chunk is headings only
             walk.paths.append(_path(walk, stack, {x.lstrip("#").strip() for x in lines}))
             walk.owners.append(stack[-1] if stack else None)
@@ -168,8 +167,8 @@ def _place(text: str, page_starts: Sequence[int], outline: Sequence[dict[str, An
     placed: list[tuple[int, int, int, str]] = []
     last = (0, 0)
     for h in outline:
-        page, title = int(h["page"]), str(h["title"])
-        if not 1 <= page <= len(page_starts):
+        page, title = h.get("page"), str(h.get("title") or "")
+        if page is None or not title.strip() or not 1 <= page <= len(page_starts):
             continue
         start = page_starts[page - 1]
         end = page_starts[page] if page < len(page_starts) else len(text)
@@ -185,17 +184,17 @@ def _place(text: str, page_starts: Sequence[int], outline: Sequence[dict[str, An
 def walk_outline(
     chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
 ) -> Walk:
-    """A document's sections from its PDF outline (module docstring), ``chunks`` its ``(page, char_start, text)``
+    """A document's sections from its outline (module docstring), ``chunks`` its ``(page, char_start, text)``
     in order: a chunk sits under the headings placed at or before its first line. An OCR page's chunks start
     after the text layer, so a heading of their page, placed at its start, opens them."""
     placed = _place(text, page_starts, outline)
     walk, stack = Walk(), []
     nxt = 0
-    for c, (page, start, body) in enumerate(chunks):
+    for page, start, body in chunks:
         first = next(_lines(body), "")
         at = (page or 1, start + len(first))  # unpaged text (Markdown) is one page
         while nxt < len(placed) and placed[nxt][:2] <= at:
-            _push(walk, stack, placed[nxt][2], placed[nxt][3], c, placed[nxt][0] if page else None, "outline")
+            _push(walk, stack, placed[nxt][2], placed[nxt][3], placed[nxt][0] if page else None, "outline")
             nxt += 1
         walk.paths.append(_path(walk, stack, {" ".join(first.split())}))
         walk.owners.append(stack[-1] if stack else None)
@@ -205,7 +204,7 @@ def walk_outline(
 def outline_sections(
     chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
 ) -> list[str]:
-    """The heading path of each chunk ``(page, char_start, text)`` of one document from its PDF outline."""
+    """The heading path of each chunk ``(page, char_start, text)`` of one document from its outline."""
     return walk_outline(chunks, text, page_starts, outline).paths
 
 

@@ -201,6 +201,28 @@ def test_a_table_on_a_scanned_page_is_read_as_rows_with_headers() -> None:
     assert ocr_table_rows([line(s, 0, 40 * i) for i, s in enumerate(OCR_LINES)]) == []
 
 
+def test_a_page_whose_tables_cannot_be_read_keeps_its_text(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    import mmkg.vision.page_text as page_text
+
+    def broken(lines, scale):
+        raise ValueError("no column lines up")
+
+    monkeypatch.setattr(page_text, "ocr_table_rows", broken)
+    docs = schemas.frame(
+        [{"doc_id": "d1", "partition": "p", "source_path": "scan.pdf", "record_key": "", "kind": "pdf", "title": "t",
+          "text": "", "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    images = schemas.frame(
+        [{"image_id": "scan", "partition": "p", "doc_id": "d1", "occurrence": 1, "page": 1, "char_offset": 0,
+          "role": "page_render", "source": "scan.pdf#page=1", "blob_path": "b/1.png"}],
+        schemas.IMAGES,
+    )  # fmt: skip
+    pages = ocr_pages(docs, images, lambda image_id, path: [line("Grace Hopper joined Harvard.", 0, 0)], Path)
+    assert pages["text"].to_list() == ["Grace Hopper joined Harvard."] and pages["n_table_rows"].to_list() == [0]
+    assert "page 1 of scan.pdf#page=1: tables not read (ValueError: no column lines up)" in caplog.text
+
+
 # ---------------------------------------------------------------- materialized through Dagster
 
 

@@ -19,6 +19,7 @@ headers ("TELEVISION | 2012: 130 | ... | CAGR: 14.7%"), as ``mmkg.ingest.pdf`` d
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,6 +30,8 @@ from mmkg import schemas
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf_tables import aligned_tables, render
 from mmkg.vision.base import Box, OcrLine
+
+log = logging.getLogger(__name__)
 
 PAGE_BREAK = "\n\n"
 SOURCE_OCR = "ocr"
@@ -210,7 +213,11 @@ def ocr_pages(
         text = reading_order_text(lines)
         if not text:
             continue
-        table_rows = ocr_table_rows(lines, scale) if tables else []
+        try:
+            table_rows = ocr_table_rows(lines, scale) if tables else []
+        except (ValueError, ArithmeticError, IndexError, KeyError, TypeError) as exc:  # the page's text is kept
+            log.warning("page %s of %s: tables not read (%s: %s)", img["page"], img["source"], type(exc).__name__, exc)
+            table_rows = []
         if table_rows:
             text = PAGE_BREAK.join([text, *table_rows])
         start = ends.get(doc_id, lengths[doc_id]) + len(PAGE_BREAK)
