@@ -44,6 +44,7 @@ PARTITIONED_TABLES = (
     "page_text",
     "chunks",
     "sections",
+    "parts",
     "sentences",
     "entity_mentions",
     "relations",
@@ -76,7 +77,7 @@ def _result(r: validation.CheckResult, key: AssetCheckKey | None = None) -> Asse
 #: the partitioned tables each asset step writes; their checks run together in one check step after it
 CHECKED_BY_STEP: dict[str, tuple[str, ...]] = {
     "ingest": ("documents", "images", "rejected_files"),
-    "chunks": ("page_text", "chunks", "sections"),
+    "chunks": ("page_text", "chunks", "sections", "parts"),
     "parse": ("sentences", "entity_mentions", "relations"),
     "entities": ("entities", "document_entities"),
     "ground_images": ("image_text", "objects", "grounding_failures"),

@@ -14,6 +14,7 @@ from mmkg import schemas
 from mmkg.chunking import chunk_documents
 from mmkg.entities import document_entities, merge_mentions
 from mmkg.nlp import ParseCache
+from mmkg.parts import part_table
 from mmkg.sections import section_table
 from mmkg.settings import get_settings
 from resources import GroundingResource, SpacyResource, StorageResource
@@ -42,6 +43,14 @@ class ChunkConfig(Config):
             owners=OWNERS,
             kinds={"spacy", "parquet"},
         ),
+        "parts": AssetOut(
+            is_required=False,
+            description="The documents' named parts (Figure 3, Table 2, Appendix C, Exhibit P-10), one row each, with "
+            "the caption line that defines it and every page that names it (mmkg/parts.py).",
+            io_manager_key="parquet_io",
+            owners=OWNERS,
+            kinds={"parquet"},
+        ),
         "sections": AssetOut(
             is_required=False,
             description="The documents' headings, one row each, with their level, parent, page and the chunks that "
@@ -65,7 +74,7 @@ def chunks(
     images: pl.DataFrame,
 ):
     """OCR the renders of image-only PDF pages, then chunk every page (text layer or OCR) alike, and read the
-    documents' headings over those chunks."""
+    documents' headings and named parts over those chunks."""
     t0 = time.perf_counter()
     pages, ocr_stats = read_page_text(documents, images, grounding, storage, context.log)
     ocr_seconds = time.perf_counter() - t0
@@ -106,6 +115,17 @@ def chunks(
             "documents_with_sections": heads["doc_id"].n_unique(),
             "by_source": counts(heads, "source"),
             "chunks_under_a_heading": int(heads["chunk_ids"].list.len().sum() or 0),
+        },
+    )
+    t0 = time.perf_counter()
+    named = part_table(out, documents)
+    yield Output(
+        named,
+        output_name="parts",
+        metadata={
+            **table_metadata(named, ["kind", "label", "caption", "page"], time.perf_counter() - t0, table="parts"),
+            "by_kind": counts(named, "kind"),
+            "captioned": int((named["caption"] != "").sum()),
         },
     )
 

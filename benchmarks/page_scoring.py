@@ -87,14 +87,14 @@ def _pictures(question: str, doc: str | None, keys: list, lex, lam: float) -> di
 
 
 def _lent(hits: list[Hit], defined: dict, gamma: float, top: int = 5) -> dict:
-    from mmkg.retrieval.references import _CANONICAL, _PART
+    from mmkg.parts import PART, kind_of
 
     out: dict[tuple[str, int | None], float] = {}
     best = max((h[2] for h in hits), default=1.0) or 1.0
     for doc, page, score, text in hits[:top]:
         score /= best  # on _pages' scale: relative to the best chunk
-        for m in _PART.finditer(text):
-            kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
+        for m in PART.finditer(text):
+            kind = kind_of(m.group(1))
             pages = defined.get((doc, kind, m.group(2).lower()), set()) - {page}
             if 0 < len(pages) <= 2:  # a label defined on many pages names no one part
                 for p in pages:
@@ -112,11 +112,10 @@ def main(
     from mmkg.eval.datasets import MMLongBench
     from mmkg.eval.metrics import recall_at_k
     from mmkg.index import Index
+    from mmkg.parts import DEFINES, kind_of
     from mmkg.retrieval import retrieve
-    from mmkg.retrieval.references import _CANONICAL, _PART
 
-    # the label of a part ("Table 2", "Figure 3") that opens a line: where the part is defined (its caption)
-    defines = re.compile(r"(?:^|\n)[ \t]*" + _PART.pattern, re.IGNORECASE)
+    defines = DEFINES  # the label of a part that opens a line: where the part is defined (its caption)
 
     ds = MMLongBench.load(dataset / "documents", dataset / questions).dataset
     idx = Index.open(index)
@@ -126,7 +125,7 @@ def main(
     defined: dict[tuple[str, str, str], set] = defaultdict(set)
     for path, page, text in idx.chunks.select("source_path", "page", "text").iter_rows():
         for m in defines.finditer(text or ""):
-            kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
+            kind = kind_of(m.group(1))
             defined[(Path(path).name, kind, m.group(2).lower())].add(page)
     keys, pictures = _picture_pages(idx, ocr_cache or index.parent / "blobs" / "ocr")
     runs: dict[str, list[tuple[list[Hit], tuple[str, ...], str, str]]] = {"document": [], "corpus": []}

@@ -325,6 +325,21 @@ SECTIONS = pl.Schema(
     }
 )
 
+PARTS = pl.Schema(
+    {
+        "part_id": Str,
+        "partition": Str,
+        "doc_id": Str,
+        "kind": Str,
+        "label": Str,
+        "caption": Str,
+        "page": I32,
+        "chunk_id": Str,
+        "pages": pl.List(I32),
+        "n_mentions": I32,
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
     "documents": DOCUMENTS,
     "images": IMAGES,
@@ -338,6 +353,7 @@ TABLES: dict[str, pl.Schema] = {
     "relations": RELATIONS,
     "page_text": PAGE_TEXT,
     "sections": SECTIONS,
+    "parts": PARTS,
     "image_text": IMAGE_TEXT,
     "objects": OBJECTS,
     "grounding_failures": GROUNDING_FAILURES,
@@ -490,6 +506,16 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "source": "outline (documents.outline: a PDF's bookmarks, a Markdown file's headings) | text (headings "
         "read off the lines)",
         "chunk_ids": "the chunks that begin under this heading (chunks.chunk_id), in document order",
+    },
+    "parts": {
+        "part_id": "content id of the document, the kind and the label",
+        "kind": "figure | table | appendix | exhibit | section | chapter | annex | schedule | note | chart",
+        "label": 'the label as first written ("3", "P-10", "C", "2b")',
+        "caption": "the first line the label opens (its caption or heading); empty when no line does",
+        "page": "1-based page of that line, else of the first mention (null for unpaged text)",
+        "chunk_id": "the chunk of that line, else of the first mention (chunks.chunk_id)",
+        "pages": "every page that names the part, ascending",
+        "n_mentions": "how many times the document's chunks name it, its caption included",
     },
     "image_text": {
         "line_index": "position of the line in the image, in reading order",

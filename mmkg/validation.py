@@ -29,6 +29,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "rejected_files": (),
     "page_text": ("doc_id", "page"),
     "sections": ("section_id",),
+    "parts": ("part_id",),
     "chunks": ("chunk_id",),
     "sentences": ("sentence_id",),
     "entity_mentions": ("mention_id",),
@@ -60,6 +61,8 @@ REFERENCES: tuple[tuple[str, str, str, str, bool], ...] = (
     ("page_text", "doc_id", "documents", "doc_id", False),
     ("sections", "doc_id", "documents", "doc_id", False),
     ("sections", "parent_id", "sections", "section_id", True),  # the top headings have no parent
+    ("parts", "doc_id", "documents", "doc_id", False),
+    ("parts", "chunk_id", "chunks", "chunk_id", False),
     ("sentences", "chunk_id", "chunks", "chunk_id", False),
     ("entity_mentions", "chunk_id", "chunks", "chunk_id", False),
     ("entity_mentions", "sentence_id", "sentences", "sentence_id", True),  # title mentions have no sentence

@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from mmkg.index.derived import derived
+from mmkg.parts import PART, kind_of
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -52,10 +53,7 @@ _ORDINAL_PAGE = re.compile(
     re.IGNORECASE,
 )
 _PAGE_AT = re.compile(rf"\b(?:page|slide)\s+(?:at|on)\s+the\s+({_FROM_END}|first)\b", re.IGNORECASE)
-# "Figure 1", "Fig. 2b", "Table 3", "Appendix C", "Exhibit P-10", "Section 2.1"
-_PARTS = r"figure|fig\.|table|appendix|exhibit|section|chapter|annex|schedule|note|chart"
-_PART = re.compile(rf"\b({_PARTS})\s*((?:[A-Z]-?)?\d+(?:\.\d+)*[a-z]?|[A-Z]\b)", re.IGNORECASE)
-_CANONICAL = {"fig.": "figure"}
+# "Figure 1", "Fig. 2b", "Table 3", "Appendix C", "Exhibit P-10", "Section 2.1": mmkg.parts.PART, the parts table's
 MAX_REFS = 8  # pages, and named parts, kept per question
 _EDGE_INT = re.compile(r"^\W*(\d{1,4})\b|\b(\d{1,4})\W*$")
 
@@ -121,8 +119,8 @@ def parse(text: str) -> References:
         if ref := _ordinal(m.group(1)):
             pages.append(ref)
     parts = []
-    for m in _PART.finditer(text):
-        kind = _CANONICAL.get(m.group(1).lower(), m.group(1).lower())
+    for m in PART.finditer(text):
+        kind = kind_of(m.group(1))
         label = m.group(2)
         # "table 3" in "a table 3 times larger" is rare; a lone small letter ("note a") is not a label
         if len(label) == 1 and label.isalpha() and not label.isupper():
