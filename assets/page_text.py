@@ -15,7 +15,6 @@ import polars as pl
 
 from mmkg import schemas
 from mmkg.ingest.base import Limits
-from mmkg.settings import get_settings
 from mmkg.vision.page_text import ocr_pages
 from resources import GroundingResource, StorageResource
 
@@ -26,10 +25,11 @@ def read_page_text(
     grounding: GroundingResource,
     storage: StorageResource,
     log: logging.Logger,
-    tables: bool | None = None,
+    limits: Limits,
 ) -> tuple[pl.DataFrame, dict]:
     """``page_text`` rows and run metadata; the engine and cache are those ``ground_images`` uses. A page's
-    table rows are added as a text-layer page's are: per the ``pdf_tables`` setting unless ``tables`` says."""
+    table rows are added as a text-layer page's are, by the corpus's ``limits`` (``pdf_tables``, the render scale
+    ingest used)."""
     renders = images.filter(pl.col("role") == "page_render")
     if renders.is_empty():
         return schemas.empty(schemas.PAGE_TEXT), {"page_renders": 0, "ocr_calls": 0, "ocr_failures": 0}
@@ -51,9 +51,8 @@ def read_page_text(
         failures.append(msg)
 
     store = storage.image_store()
-    tables = get_settings().pdf_tables if tables is None else tables
-    pages = ocr_pages(documents, images, read, store.path_for, failed, tables=tables,
-                      scale=Limits.page_render_scale)  # fmt: skip
+    pages = ocr_pages(documents, images, read, store.path_for, failed, tables=limits.pdf_tables,
+                      scale=limits.page_render_scale)  # fmt: skip
     stats = {
         "page_renders": renders.height,
         "pages_with_text": pages.height,

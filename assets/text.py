@@ -17,7 +17,7 @@ from mmkg.nlp import ParseCache
 from mmkg.parts import part_table
 from mmkg.sections import section_table
 from mmkg.settings import get_settings
-from resources import GroundingResource, SpacyResource, StorageResource
+from resources import CorpusResource, GroundingResource, SpacyResource, StorageResource
 
 
 class ChunkConfig(Config):
@@ -68,6 +68,7 @@ class ChunkConfig(Config):
 def chunks(
     context: AssetExecutionContext,
     config: ChunkConfig,
+    corpus: CorpusResource,
     grounding: GroundingResource,
     storage: StorageResource,
     documents: pl.DataFrame,
@@ -76,7 +77,7 @@ def chunks(
     """OCR the renders of image-only PDF pages, then chunk every page (text layer or OCR) alike, and read the
     documents' headings and named parts over those chunks."""
     t0 = time.perf_counter()
-    pages, ocr_stats = read_page_text(documents, images, grounding, storage, context.log)
+    pages, ocr_stats = read_page_text(documents, images, grounding, storage, context.log, corpus.limits())
     ocr_seconds = time.perf_counter() - t0
     yield Output(
         pages,
