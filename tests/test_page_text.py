@@ -171,6 +171,21 @@ def test_ocr_words_are_placed_in_points_on_their_line() -> None:
     assert ocr_words([line("   ", 0, 0)], 2.0) == []
 
 
+def one_rendered_page(name: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The documents and images rows of a one-page PDF with no text layer: its page render only."""
+    docs = schemas.frame(
+        [{"doc_id": "d1", "partition": "p", "source_path": name, "record_key": "", "kind": "pdf", "title": "t",
+          "text": "", "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    images = schemas.frame(
+        [{"image_id": "render", "partition": "p", "doc_id": "d1", "occurrence": 1, "page": 1, "char_offset": 0,
+          "role": "page_render", "source": f"{name}#page=1", "blob_path": "b/1.png"}],
+        schemas.IMAGES,
+    )  # fmt: skip
+    return docs, images
+
+
 def test_a_table_on_a_scanned_page_is_read_as_rows_with_headers() -> None:
     """Real RapidOCR on a picture of a table: each row comes back with its label and column headers."""
     lines = OcrEngine().read(table_picture())
@@ -180,16 +195,7 @@ def test_a_table_on_a_scanned_page_is_read_as_rows_with_headers() -> None:
         "Television | 2012: 130 | 2013: 148 | CAGR: 14.7%",
         "Radio | 2012: 13 | 2013: 16 | CAGR: 20.7%",
     ]
-    docs = schemas.frame(
-        [{"doc_id": "d1", "partition": "p", "source_path": "deck.pdf", "record_key": "", "kind": "pdf", "title": "t",
-          "text": "", "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1}],
-        schemas.DOCUMENTS,
-    )  # fmt: skip
-    images = schemas.frame(
-        [{"image_id": "slide", "partition": "p", "doc_id": "d1", "occurrence": 1, "page": 1, "char_offset": 0,
-          "role": "page_render", "source": "deck.pdf#page=1", "blob_path": "b/1.png"}],
-        schemas.IMAGES,
-    )  # fmt: skip
+    docs, images = one_rendered_page("deck.pdf")
     read = ocr_pages(docs, images, lambda image_id, path: lines, Path)
     with_rows, plain = read["text"][0], ocr_pages(docs, images, lambda image_id, path: lines, Path, tables=False)
     assert read["n_table_rows"].to_list() == [3] and plain["n_table_rows"].to_list() == [0]
@@ -208,16 +214,7 @@ def test_a_page_whose_tables_cannot_be_read_keeps_its_text(monkeypatch: pytest.M
         raise ValueError("no column lines up")
 
     monkeypatch.setattr(page_text, "ocr_table_rows", broken)
-    docs = schemas.frame(
-        [{"doc_id": "d1", "partition": "p", "source_path": "scan.pdf", "record_key": "", "kind": "pdf", "title": "t",
-          "text": "", "page_starts": [0], "n_pages": 1, "content_sha256": "x", "n_bytes": 1}],
-        schemas.DOCUMENTS,
-    )  # fmt: skip
-    images = schemas.frame(
-        [{"image_id": "scan", "partition": "p", "doc_id": "d1", "occurrence": 1, "page": 1, "char_offset": 0,
-          "role": "page_render", "source": "scan.pdf#page=1", "blob_path": "b/1.png"}],
-        schemas.IMAGES,
-    )  # fmt: skip
+    docs, images = one_rendered_page("scan.pdf")
     pages = ocr_pages(docs, images, lambda image_id, path: [line("Grace Hopper joined Harvard.", 0, 0)], Path)
     assert pages["text"].to_list() == ["Grace Hopper joined Harvard."] and pages["n_table_rows"].to_list() == [0]
     assert "page 1 of scan.pdf#page=1: tables not read (ValueError: no column lines up)" in caplog.text

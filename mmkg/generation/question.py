@@ -361,7 +361,10 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     # drop a name that is only the first word of the question ("Which"), one that only qualifies another in
     # parentheses ("(Illustrator)") or one contained in a longer one; split "A and B" in a yes/no question
     asides = " ".join(re.findall(r"\(([^)]*)\)", text))
-    yes_no = (tokens[0].pos_ == "AUX" or tokens[0].lower_ in _AUXILIARIES) and not options
+    # an auxiliary first asks yes or no, whatever relative pronoun follows ("Do both films, A and B, have the
+    # directors who are from the same country?" is no "who" question)
+    auxiliary_first = tokens[0].pos_ == "AUX" or tokens[0].lower_ in _AUXILIARIES
+    yes_no = auxiliary_first and not options
     split: list[str] = []
     for e in entities:
         parts = e.split(" and ")
@@ -383,10 +386,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     wh, focus, atype, count, unit = "", "", "", False, ""
     first = tokens[0]
     wh_tok = next((t for t in tokens if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
-    # an auxiliary first asks yes or no, whatever relative pronoun follows ("Do both films, A and B, have the
-    # directors who are from the same country?" is no "who" question)
-    if first.pos_ == "AUX" or first.lower_ in _AUXILIARIES or (first.tag_ in ("VBZ", "VBD", "VBP", "MD") and
-                                                               wh_tok is None):  # fmt: skip
+    if auxiliary_first or (first.tag_ in ("VBZ", "VBD", "VBP", "MD") and wh_tok is None):
         wh = first.lower_
         atype = "choice" if options else "yes_no"
     elif wh_tok is not None:
