@@ -115,7 +115,7 @@ _CONTACT = {"phone": frozenset({"phone", "telephone", "fax", "tel"}), "email": f
             "url": frozenset({"website", "url", "homepage"})}
 # focus nouns that only say what kind of value is wanted ("the *place* of birth", "the *date* of death"): the
 # evidence states the relation ("born in", "died on") and never the type noun, so they are no relation words
-_TYPE_ONLY = frozenset({"place", "date", "year", "day", "time", "location"})
+TYPE_ONLY = frozenset({"place", "date", "year", "day", "time", "location"})
 
 
 @dataclass(frozen=True)
@@ -462,7 +462,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         and t.lower_ not in skip and not (order and t.lower_ in _MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER)
         and len(t.text) > 1
         and t.lower_ not in _LIGHT_NOUNS
-        and not (t.lemma_.lower() == focus and focus in _TYPE_ONLY)
+        and not (t.lemma_.lower() == focus and focus in TYPE_ONLY)
     ]  # fmt: skip
     if any(w in _OLDER or w in _YOUNGER for w in lower) and order:
         rel_words.append("born")  # age orders birth dates

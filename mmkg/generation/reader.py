@@ -7,13 +7,15 @@
    flight, STS-93, ...") reads on from the one before it, also across adjacent chunks of a document.
 2. **Candidates**: spaCy's entities of the labels the answer type allows (``labels_for``), numbers and
    percentages (not the digits of a name such as "GPT-4"), codes ("STS-93") and names for free strings,
-   places after "in/at/near" that NER missed; nothing the question itself names.
+   places after "in/at/near" that NER missed; for "what kind of X" / "which X", the phrases X heads ("a quiet
+   and relaxed environment", ``mmkg.generation.phrases``); nothing the question itself names.
 3. **Scores**: a weighted sum (``WEIGHTS``) of the sentence's relevance, the share of the question's
    relation words around the candidate (or words that say it another way: "son of" for "father",
    "died" for "death", the two halves of a life-span parenthesis) and the distance to the nearest,
    whether the sentence is about a thing the question names or a page those sentences lead to, an
    apposition naming the asked-for kind, a graph triple whose predicate is the relation, and the
-   chunk's rank; the same answer in other sentences adds a little (agreement across passages). A number in
+   chunk's rank; the same answer in other sentences adds a little (agreement across passages); an e-mail
+   or web address that spells the name the question gives is its owner's (``owner``). A number in
    a table row ("Net income | 2015: 122,641 | 2014: 266,799", ``mmkg.ingest.pdf_tables``) is scored by what
    labels its cell: the question's words its row label and its own column header name (``cell``).
 4. **Two hops**: when the question names a bridge ("the director of film X", "X's stepmother" = X's
@@ -55,8 +57,17 @@ from rapidfuzz.distance import Levenshtein
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.extractive import STOPWORDS
+from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
-from mmkg.generation.question import NATIONALITY_NOUNS, QuestionAnalysis, analyze, kin_words, labels_for, stem
+from mmkg.generation.question import (
+    NATIONALITY_NOUNS,
+    TYPE_ONLY,
+    QuestionAnalysis,
+    analyze,
+    kin_words,
+    labels_for,
+    stem,
+)
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
@@ -65,8 +76,8 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
-           "inner": 0.4, "cell": 1.0, "parent": 1.0}
-_OCCASIONAL = frozenset({"cell", "parent"})  # features only some candidates have: no part of the others' total
+           "inner": 0.4, "cell": 1.0, "parent": 1.0, "owner": 1.0}
+_OCCASIONAL = frozenset({"cell", "parent", "owner"})  # features only some candidates have: no part of the others' total
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
@@ -116,6 +127,8 @@ _NUMERIC = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten
                       r"fifty|hundred|dozen)\b", re.IGNORECASE)  # fmt: skip
 # nouns of a document's parts: "Page 5", "Figure 1" say where to look, and a page's number is rarely its text
 _PART_NOUNS = frozenset({"page", "pages", "figure", "fig", "table", "slide", "section", "chapter", "appendix", "part"})
+# focus nouns that head no answer's phrase: the value's type ("what year"), the document and its parts
+_TYPE_ONLY_FOCUS = TYPE_ONLY | _PART_NOUNS | {"document", "report", "paper", "name"}
 _NAME_WORD = re.compile(r"[^\W_]+(?:-\d+)?")  # "Jane's" -> Jane, s; "Age-Old" -> Age, Old; "P-26" and "GPT-4" whole
 OTHER_YEAR = 0.5  # a number's score when the sentence or table states it for a year the question does not name
 _TYPED_LABELS = frozenset({"PERSON", "DATE", "TIME", "GPE", "LOC", "NORP", "CARDINAL", "PERCENT", "MONEY", "QUANTITY",
@@ -421,6 +434,9 @@ class Reader:
             spans += [(m.group(0), "IDENT", m.start(), m.end()) for m in _IDENT.finditer(s.text)
                       if m.start() not in covered]  # fmt: skip
             spans += named_cells(q.text, s.text)
+            if _asks_kind(q):  # "what kind of environment": "a quiet and relaxed environment"
+                plural = not any(w.lower() == q.focus for w in _WORD.findall(q.text))  # "which colours"
+                spans += focus_phrases(q.focus, s.text, tags([s.text], model)[0], plural)
         qn = f" {normalize(q.text)} "
         keep = []
         for text, label, a, b in spans:
@@ -527,6 +543,8 @@ class Reader:
                      for r in (result.relations if result is not None else [])]  # fmt: skip
         # one batch through NER for sentences without the build's spans; _spans reads the cache
         entities([s.text for s in pool if s.ents is None], self.model)
+        if value_type == "string" and _asks_kind(q):
+            tags([s.text for s in pool], self.model)
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
@@ -535,6 +553,10 @@ class Reader:
                 if row and table_cell(s.text, a, b) is None:
                     continue  # a number in a row's labels or a column header ("2015:") is no cell's value
                 f = self._features(q, s, a, b, bridges, relations)
+                if label == "FOCUS":
+                    f["focus"] = 1.0  # its head is the noun asked about: it names a thing of the asked kind
+                if q.pattern in ("email", "url") and _owned(text, (*q.entities, *q.relation_words)):
+                    f["owner"] = 1.0  # "the email of Laurent Nahmiash": lnahmiash@..., not a colleague's
                 if value_type == "number" and not row and crowded(s.text):
                     f["near"] = min(f["near"], TABLE_UNLABELLED)  # a table as page text: nearness says nothing
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
@@ -917,6 +939,20 @@ class Reader:
 
 
 @lru_cache(maxsize=4096)
+def _owned(contact: str, names: Sequence[str]) -> bool:
+    """Whether an e-mail address or web address spells a word the question gives for its owner (its user or site
+    part: "lnahmiash@..." for "Laurent Nahmiash", in a question NER may find no name in when it is lower case)."""
+    handle = contact.lower().split("@")[0] if "@" in contact else contact.lower()
+    words = {w.lower() for name in names for w in _WORD.findall(name) if len(w) >= 4}
+    return any(w in handle for w in words)
+
+
+def _asks_kind(q: QuestionAnalysis) -> bool:
+    """A free-string question about a kind of thing ("what kind of environment", "which program"): its focus noun
+    heads the answer's phrase."""
+    return q.answer_type == "string" and bool(q.focus) and q.focus not in _TYPE_ONLY_FOCUS
+
+
 def _asked(text: str) -> frozenset[str]:
     """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015"); cached,
     as every candidate of a question asks it of the same question and headers."""
