@@ -436,7 +436,10 @@ class Reader:
             spans += named_cells(q.text, s.text)
             if _asks_kind(q):  # "what kind of environment": "a quiet and relaxed environment"
                 plural = not any(w.lower() == q.focus for w in _WORD.findall(q.text))  # "which colours"
-                spans += focus_phrases(q.focus, s.text, tags([s.text], model)[0], plural)
+                # a phrase whose modifiers restate the question ("a Space Shuttle mission") says no more than it
+                asked = _stems(q.text) | {stem(q.focus)}
+                spans += [sp for sp in focus_phrases(q.focus, s.text, tags([s.text], model)[0], plural)
+                          if _stems(sp[0]) - asked]  # fmt: skip
         qn = f" {normalize(q.text)} "
         keep = []
         for text, label, a, b in spans:
