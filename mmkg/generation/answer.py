@@ -20,12 +20,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
 from mmkg.generation.context import Context, build_context, citation_markers, cited_labels, strip_citations
+from mmkg.generation.counting import asked_parts
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
 from mmkg.retrieval import engine as retrieval
+from mmkg.retrieval.document_parts import document_parts
 from mmkg.retrieval.results import RetrievalResult
 
 #: chunks retrieved for each option of a choice or comparison question, beside the question's own
@@ -194,6 +198,10 @@ def retrieve(
     where the index keeps them, so the reader runs no NER over those chunks."""
     result = _gather(index, question, image, k, strategy, filters, per_option, params)
     _attach_mentions(index, result)  # the chunks the options and the bridge added
+    counted = asked_parts(question)
+    if counted is not None and result.chunks:  # "How many appendices ...": the top document's parts, to count
+        rows = document_parts(index, result.chunks[0].doc_id).filter(pl.col("kind") == counted[0])
+        result.parts = rows.to_dicts()
     return result
 
 

@@ -56,6 +56,7 @@ from rapidfuzz.distance import Levenshtein
 
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
+from mmkg.generation.counting import COMPLETE, asked_parts, count_parts
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
@@ -591,7 +592,10 @@ class Reader:
             return ShortAnswer(NOT_ANSWERABLE, q.answer_type, 0.0, abstained=True, method="none",
                                reason="no evidence was retrieved")  # fmt: skip
         offsets = {(s.label, s.text): s for s in sentences}
-        if q.answer_type == "choice" and q.options:
+        counted = asked_parts(q.text) if result is not None and result.parts else None
+        if counted is not None and (parts := self._parts(q, counted, result, sentences)) is not None:
+            ans = parts
+        elif q.answer_type == "choice" and q.options:
             ans = self._choice(q, sentences, result)
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
@@ -625,11 +629,33 @@ class Reader:
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
                 ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
                              f"(best guess {ans.guess!r})"
-        if not ans.abstained and ans.method in ("span", "arithmetic") and ans.confidence < self.min_confidence:
+        if not ans.abstained and ans.method in ("span", "arithmetic", "parts") and ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
                           f"(best guess {ans.guess!r})")  # fmt: skip
         return ans
+
+    @staticmethod
+    def _parts(q: QuestionAnalysis, counted: tuple[str, bool], result: RetrievalResult,
+               sentences: Sequence[_Sentence]) -> ShortAnswer | None:  # fmt: skip
+        """How many parts of the asked kind the top document labels (``mmkg.generation.counting``), each part
+        listed with its page; the caption lines the evidence shows support it. None when it labels none."""
+        kind, mentioned = counted
+        n, confidence, rows = count_parts(kind, mentioned, result.parts)
+        if not n:
+            return None
+        support = []
+        for p in rows:
+            head = " ".join(str(p["caption"]).split()[:6])
+            s = next((s for s in sentences
+                      if s.chunk_id == p["chunk_id"] and head and head in " ".join(s.text.split())), None)  # fmt: skip
+            if s is not None and (at := s.text.find(str(p["label"]))) >= 0:
+                support.append(Support(s.label, s.text, at, at + len(str(p["label"])), s.chunk_id, s.offset))
+        listed = ", ".join(f"{p['label']} (p. {p['page']})" if p["page"] else str(p["label"]) for p in rows[:12])
+        what = "names" if mentioned else "opens a line with (a caption, a heading, a contents entry)"
+        gaps = "" if confidence == COMPLETE else "; the labels leave gaps, so some may be missed"
+        return ShortAnswer(str(n), q.answer_type, confidence, method="parts", support=support[:3],
+                           reason=f"the document {what} {n} {kind} label(s): {listed}{gaps}")  # fmt: skip
 
     def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> tuple[float, list[str]]:
         """The share of the question's own words (relation words and the words of its names) that the evidence

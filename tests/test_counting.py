@@ -1,0 +1,98 @@
+"""Counting a document's labelled parts (mmkg/generation/counting.py): "How many appendices ...?" is answered from
+the parts the whole document labels, read off a real PDF's text layer, not from the eight chunks a reader sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmkg import schemas
+from mmkg.chunking import chunk_documents
+from mmkg.generation.base import Evidence
+from mmkg.generation.counting import COMPLETE, asked_parts, count_parts
+from mmkg.generation.question import analyze
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.ingest.base import Limits
+from mmkg.ingest.pdf import read_pdf
+from mmkg.parts import part_table
+from mmkg.retrieval.results import RetrievalResult
+from tests.conftest import write_pdf
+
+PAGES = [
+    "Harbour Plan 2030\nContents\nThe plan sets out the works; Appendix B lists the budget.",
+    "Appendix A: Dredging schedule\nThe channel is dredged each spring.\nFigure 1: The channel in 1990.",
+    "Appendix B: Budget\nFigure 2: Spending by year. The budget grows by a tenth each year (see Figure 4).",
+    "Appendix C: Consultation\nFigure 4: Responses by district. Residents asked for a second ferry.",
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("How many appendices does the plan have?", ("appendix", False)),
+        ("How many figures are there in the report?", ("figure", False)),
+        ("How many Figures are referred to in the text?", ("figure", True)),
+        ("How many pie charts are there in the paper?", None),  # what pictures show, not labels
+        ("How many figures are in Appendix C?", None),  # a count inside one part
+        ("How many tables are on page 5?", None),  # ... or one page
+        ("How many times is Figure 2 mentioned?", None),
+        ("How many boats are in the harbour?", None),
+    ],
+)
+def test_a_count_of_a_kind_of_part_over_the_whole_document_is_recognized(question: str, asked: tuple | None):
+    assert asked_parts(question) == asked
+
+
+def _plan(tmp_path: Path):
+    path = write_pdf(tmp_path / "plan.pdf", PAGES)
+    doc, _ = read_pdf(path.read_bytes(), "plan.pdf", Limits())
+    documents = schemas.frame(
+        [{"doc_id": "d1", "partition": "p", "source_path": "plan.pdf", "record_key": "", "kind": "pdf",
+          "title": "Harbour plan", "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(PAGES),
+          "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    chunks = chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=60)
+    return chunks, part_table(chunks, documents)
+
+
+def test_labels_that_run_without_a_gap_are_counted_with_confidence(tmp_path: Path):
+    _, parts = _plan(tmp_path)
+    n, confidence, rows = count_parts("appendix", False, parts.to_dicts())
+    assert (n, confidence) == (3, COMPLETE) and [r["label"] for r in rows] == ["A", "B", "C"]
+    # Figures 1, 2 and 4 are captioned: a gap, so some may have been missed
+    n, confidence, _ = count_parts("figure", False, parts.to_dicts())
+    assert n == 3 and confidence < COMPLETE
+
+
+def test_the_reader_answers_a_count_from_the_document_s_parts_and_cites_the_captions_shown(tmp_path: Path):
+    chunks, parts = _plan(tmp_path)
+    # the reader sees two chunks only (neither the first page nor the last); the parts cover the whole document
+    shown = chunks.filter(chunks["page"].is_in([2, 3]))
+    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
+                         title="Harbour plan", source_path="plan.pdf", page=r["page"], chunk_index=r["chunk_index"])
+                for i, r in enumerate(shown.iter_rows(named=True))]  # fmt: skip
+    result = RetrievalResult("v", "mg2", "default", "q", None, [], parts=parts.to_dicts())
+    q = analyze("How many appendices does the harbour plan have?")
+    ans = Reader().read(q, result, evidence)
+    assert (ans.text, ans.method, ans.abstained) == ("3", "parts", False), ans.reason
+    assert "A (p. 2), B (p. 3), C (p. 4)" in ans.reason
+    assert {s.label for s in ans.support} == {1, 2} and all("Appendix" in s.sentence for s in ans.support)
+    assert all(s.sentence[s.start : s.end] in ("A", "B") for s in ans.support)
+    # figures 1, 2, 4: the gap lowers the confidence below the threshold; the count is the guess
+    ans = Reader().read(analyze("How many figures are there in the harbour plan?"), result, evidence)
+    assert ans.text == NOT_ANSWERABLE and ans.guess == "3" and ans.method == "parts"
+
+
+def test_the_answer_path_reads_the_top_document_s_parts_from_the_open_index(art_index):
+    from mmkg.generation.answer import retrieve
+    from mmkg.retrieval.document_parts import document_parts
+
+    doc = art_index.chunks["doc_id"][0]
+    parts = document_parts(art_index, doc)
+    assert parts.schema == schemas.PARTS and parts.height == 0  # the art corpus labels no part
+    assert document_parts(art_index, doc) is parts  # derived once per open index
+    result = retrieve(art_index, "How many figures does the article about The Blue Harbour have?")
+    assert result.parts == []  # asked, but none labelled: the reader reads the evidence as before
+    assert retrieve(art_index, "Who painted The Blue Harbour?").parts == []
