@@ -967,7 +967,6 @@ class Reader:
         return steps
 
 
-@lru_cache(maxsize=4096)
 def _owned(contact: str, names: Sequence[str]) -> bool:
     """Whether an e-mail address or web address spells a word the question gives for its owner (its user or site
     part: "lnahmiash@..." for "Laurent Nahmiash", in a question NER may find no name in when it is lower case)."""
@@ -982,6 +981,7 @@ def _asks_kind(q: QuestionAnalysis) -> bool:
     return q.answer_type == "string" and bool(q.focus) and q.focus not in _TYPE_ONLY_FOCUS
 
 
+@lru_cache(maxsize=4096)
 def _asked(text: str) -> frozenset[str]:
     """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015"); cached,
     as every candidate of a question asks it of the same question and headers."""
