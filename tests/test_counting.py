@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from mmkg import schemas
@@ -38,6 +39,9 @@ PAGES = [
         ("How many tables are on page 5?", None),  # ... or one page
         ("How many times is Figure 2 mentioned?", None),
         ("How many boats are in the harbour?", None),
+        ("How many figures are there in total, excluding tables?", ("figure", False)),  # "tables" is no label
+        ("How many tables are on the first page?", None),
+        ("How many figures are in the appendix?", None),
     ],
 )
 def test_a_count_of_a_kind_of_part_over_the_whole_document_is_recognized(question: str, asked: tuple | None):
@@ -78,11 +82,37 @@ def test_the_reader_answers_a_count_from_the_document_s_parts_and_cites_the_capt
     ans = Reader().read(q, result, evidence)
     assert (ans.text, ans.method, ans.abstained) == ("3", "parts", False), ans.reason
     assert "A (p. 2), B (p. 3), C (p. 4)" in ans.reason
-    assert {s.label for s in ans.support} == {1, 2} and all("Appendix" in s.sentence for s in ans.support)
-    assert all(s.sentence[s.start : s.end] in ("A", "B") for s in ans.support)
+    assert {s.label for s in ans.support} == {1, 2}
+    # each support marks the label as its caption writes it
+    assert [s.sentence[s.start : s.end] for s in ans.support] == ["Appendix A", "Appendix B"]
     # figures 1, 2, 4: the gap lowers the confidence below the threshold; the count is the guess
     ans = Reader().read(analyze("How many figures are there in the harbour plan?"), result, evidence)
     assert ans.text == NOT_ANSWERABLE and ans.guess == "3" and ans.method == "parts"
+
+
+def test_the_answer_path_counts_the_top_document_s_parts_of_the_asked_kind(art_index, monkeypatch, tmp_path: Path):
+    import importlib
+
+    from mmkg.generation.answer import prepare, retrieve
+
+    answer_path = importlib.import_module("mmkg.generation.answer")  # the package exports a function of that name
+
+    _, parts = _plan(tmp_path)
+    asked: list[str] = []
+
+    def parts_of(index, doc_id):  # the plan's parts, as if it were the top document
+        asked.append(doc_id)
+        return parts.with_columns(doc_id=pl.lit(doc_id))
+
+    monkeypatch.setattr(answer_path, "document_parts", parts_of)
+    result = retrieve(art_index, "How many appendices does The Blue Harbour have?")
+    assert asked == [result.chunks[0].doc_id]
+    assert [p["label"] for p in result.parts] == ["B", "A", "C"] and {p["kind"] for p in result.parts} == {"appendix"}
+    request, _, _ = prepare(result, "How many appendices does The Blue Harbour have?")
+    reading = request.reading
+    assert (reading.text, reading.method) == ("3", "parts"), reading.reason
+    assert reading.reason.startswith(f"the document {result.chunks[0].title!r} opens a line with")
+    assert "Count: 3 (" in request.user  # a model's prompt carries the count
 
 
 def test_the_answer_path_reads_the_top_document_s_parts_from_the_open_index(art_index):

@@ -269,6 +269,7 @@ def test_focus_phrases_keep_names_whole_and_skip_markers_plural_heads_and_bare_n
     assert phrases("program", "One of our flagship programmes runs all year.", plural=True) == [
         "flagship programmes"]
     assert phrases("court", "The application is filed with the court today.") == []  # "the court": which one?
+    assert phrases("program", "Steady progress was made on the quay.") == []  # "progress" shares letters only
     assert phrases("court", "Filed in the HIGH COURT (Family Division).") == ["HIGH COURT"]
 
 

@@ -131,6 +131,8 @@ def hints(reading: ShortAnswer) -> str:
     for step in reading.path:
         cite = f" [{step.label}]" if step.label else ""
         lines.append(f"Path: {step.subject} -> {step.predicate} -> {step.object}{cite}")
+    if reading.method == "parts":  # a count over the whole document, which the evidence shows only in part
+        lines.append(f"Count: {reading.guess or reading.text} ({reading.reason})")
     if reading.abstained:
         lines.append("The evidence may not answer the question; say so if it does not.")
     return "\n".join(lines)

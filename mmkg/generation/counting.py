@@ -4,8 +4,10 @@ A count over a whole document is out of reach of a reader that sees eight chunks
 distinct parts the document labels, and the parts table (``mmkg.parts``, one row per label with the line that
 defines it) holds exactly that. ``asked_parts`` reads such a question: "how many" followed directly by a kind of
 part in the plural ("figures", "tables", "appendices", "exhibits", ...). A kind with a word before it ("how many
-*pie* charts", "how many *green* bars") counts what pictures show, not labels, and a question scoped to one
-page or one part ("... in Appendix C", "... on page 5") counts inside it: neither is read here. ``count_parts``
+*pie* charts", "how many *green* bars") counts what pictures show, not labels, and a question that names a page
+or a part after it ("... in Appendix C", "... on the first page", "... in the appendix") counts inside it:
+neither is read here. Nor is whether "tables" means the document's tables: the answer names the document and
+its parts, for a person to check. ``count_parts``
 answers with the number of parts of that kind the document defines (a caption or heading line opens with the
 label), or, when the question asks what is *mentioned* or *referred to*, every label the text names.
 
@@ -19,7 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mmkg.parts import KINDS, PART
+from mmkg.parts import KINDS, mentions
 
 #: confidence of a count whose labels run 1..n (or A..) without a gap, and of one with gaps (below the reader's
 #: default threshold, 0.25: declined, the count kept as its guess)
@@ -36,7 +38,9 @@ def _plurals(kind: str) -> set[str]:
 
 PLURALS = {form: kind for kind in _KINDS for form in _plurals(kind)}
 _HOW_MANY = re.compile(r"\bhow\s+many\s+([a-z]+)\b(.*)", re.IGNORECASE | re.DOTALL)
-_PAGE = re.compile(r"\b(?:pages?|slides?|p\.)\s*\d", re.IGNORECASE)
+# a question scoped to part of the document: "on page 5", "on the first page", "in the appendix", "in Chapter Two"
+_SCOPED = re.compile(r"\b(?:pages?|slides?|p\.\s*\d|appendix|appendices|sections?|chapters?|annex(?:es)?|"
+                     r"exhibits?|schedules?)\b", re.IGNORECASE)
 _MENTIONED = re.compile(r"\b(?:mention|cite|refer|name)", re.IGNORECASE)
 
 
@@ -46,14 +50,14 @@ def asked_parts(question: str) -> tuple[str, bool] | None:
     if m is None or (kind := PLURALS.get(m.group(1).lower())) is None:
         return None
     rest = m.group(2)
-    if PART.search(rest) or _PAGE.search(rest):
-        return None  # "... in Appendix C", "... on page 5": a count inside one part or page
+    if next(mentions(rest), None) is not None or _SCOPED.search(rest):
+        return None  # "... in Appendix C", "... on page 5", "... in the appendix": a count inside one part or page
     return kind, bool(_MENTIONED.search(rest))
 
 
 def _order(label: str) -> int | None:
     """A label's place in its sequence: "3" -> 3, "C" -> 3; None for "2.1", "P-10", "4b"."""
-    if label.isdigit():
+    if label.isdecimal():
         return int(label)
     if len(label) == 1 and label.isalpha():
         return ord(label.upper()) - ord("A") + 1

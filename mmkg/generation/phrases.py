@@ -5,12 +5,12 @@ type of *court* is noted on the cover?" by "SUPERIOR COURT", "Which *program* ha
 in Education Programme": a phrase whose head is the question's focus noun and whose modifiers say which one.
 Such a phrase is no named entity, so the reader's entity spans miss it.
 
-``focus_phrases`` finds them by part of speech: each word of the focus noun's stem, with the adjectives, nouns,
-proper nouns and numbers before it ("quiet and relaxed", "SUPERIOR"), and inside a capitalized name its
-connecting words ("Leaders *in* Education Programme"). A bare head ("the environment") names no particular one
-and is no candidate. spaCy's tagger (already loaded for the reader's entities) supplies the parts of speech;
-the walk over them is hand-written, being a few lines over tags spaCy gives (its ``noun_chunks`` need the
-dependency parser, three times the tagger's cost, and stop at "in").
+``focus_phrases`` finds them by part of speech: each occurrence of the focus noun (``heads``), with the
+adjectives, nouns, proper nouns and numbers before it ("quiet and relaxed", "SUPERIOR"), and inside a capitalized
+name its connecting words ("Leaders *in* Education Programme"). A bare head ("the environment") names no
+particular one and is no candidate. spaCy's tagger (already loaded for the reader's entities) supplies the
+parts of speech; the walk over them is hand-written, being a few lines over tags spaCy gives (its
+``noun_chunks`` need the dependency parser, three times the tagger's cost, and stop at "in").
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from mmkg.generation.question import stem
-
 #: parts of speech that modify a head noun before it
 MODIFIERS = frozenset({"ADJ", "NOUN", "PROPN", "NUM"})
 #: connecting words kept inside a capitalized name ("Leaders in Education Programme", "Health and Safety Act")
 _NAME_LINKS = frozenset({"in", "of", "for", "and", "&", "on"})
 MAX_WORDS = 6  # words of a phrase, its head included
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int, str, str], ...]] = {}
-_CACHE_MAX = 20_000
+_CACHE_MAX = 4096  # sentences (a tagged sentence of a table's page text runs to tens of kB)
 
 
 @lru_cache(maxsize=1)
@@ -45,13 +43,23 @@ def tags(sentences: Sequence[str], model: str) -> list[tuple[tuple[int, int, str
     if todo:
         nlp = _pipeline(model)
         keep = {"tok2vec", "tagger", "attribute_ruler"}
-        with nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in keep]):
-            for text, doc in zip(todo, nlp.pipe(todo, batch_size=64), strict=True):
-                found[text] = tuple((t.idx, t.idx + len(t.text), t.pos_, t.tag_) for t in doc)
+        # skipped for this call only: the pipeline is shared (the reader's NER, the question's parse), and
+        # select_pipes would switch its parser and NER off for every other thread meanwhile
+        off = [p for p in nlp.pipe_names if p not in keep]
+        for text, doc in zip(todo, nlp.pipe(todo, batch_size=64, disable=off), strict=True):
+            found[text] = tuple((t.idx, t.idx + len(t.text), t.pos_, t.tag_) for t in doc)
         if len(_CACHE) + len(todo) > _CACHE_MAX:
             _CACHE.clear()
         _CACHE.update({(model, t): found[t] for t in todo})
     return [found[t] for t in sentences]
+
+
+def heads(word: str, focus: str) -> bool:
+    """Whether ``word`` is the focus noun, in the singular or plural or a spelling a letter or two longer
+    ("programme" for "program"); not any word sharing its first letters ("progress", "courtyard")."""
+    w, f = word.lower(), focus.lower()
+    forms = {w, w[:-1] if w.endswith("s") else w, w[:-2] if w.endswith("es") else w}
+    return any(x == f or (x.startswith(f) and len(x) - len(f) <= 2) for x in forms)
 
 
 def _capitalized(word: str) -> bool:
@@ -77,10 +85,9 @@ def focus_phrases(focus: str, text: str, tokens: Sequence[tuple[int, int, str, s
     least one modifier before it; ``tokens`` are ``tags`` of ``text``. Unless the question asks in the ``plural``
     ("which colours"), a plural head ("different colours", "flagship programmes") speaks of several and answers
     no "which one"."""
-    want = stem(focus)
     out = []
     for i, (a, b, pos, tag) in enumerate(tokens):
-        if pos not in ("NOUN", "PROPN") or stem(text[a:b]) != want or (tag in ("NNS", "NNPS") and not plural):
+        if pos not in ("NOUN", "PROPN") or not heads(text[a:b], focus) or (tag in ("NNS", "NNPS") and not plural):
             continue
         start = i
         j = i - 1
@@ -103,9 +110,9 @@ def focus_phrases(focus: str, text: str, tokens: Sequence[tuple[int, int, str, s
                 break
             words += 1
             j -= 1
+        while start < i and tokens[start][2] not in MODIFIERS:
+            start += 1  # a phrase opens with a modifier, not with a hyphen or a linking word
         if start == i:
-            continue
-        if tokens[start][2] not in MODIFIERS:
             continue
         phrase_start = tokens[start][0]
         out.append((" ".join(text[phrase_start:b].split()), "FOCUS", phrase_start, b))

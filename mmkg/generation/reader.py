@@ -69,6 +69,7 @@ from mmkg.generation.question import (
     labels_for,
     stem,
 )
+from mmkg.parts import PART, kind_of
 from mmkg.retrieval.results import RetrievalResult
 
 NOT_ANSWERABLE = "Not answerable"
@@ -264,9 +265,11 @@ def entities(sentences: Sequence[str], model: str) -> list[tuple[tuple[str, str,
     if todo:
         nlp = _ner_pipeline(model)
         keep = {"tok2vec", "ner"}
-        with nlp.select_pipes(enable=[p for p in nlp.pipe_names if p in keep]):
-            for text, doc in zip(todo, nlp.pipe(todo, batch_size=64), strict=True):
-                found[text] = tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
+        # skipped for this call only: select_pipes would switch the shared pipeline's parser off for every
+        # other thread meanwhile (the question's parse, the tagger of mmkg.generation.phrases)
+        off = [p for p in nlp.pipe_names if p not in keep]
+        for text, doc in zip(todo, nlp.pipe(todo, batch_size=64, disable=off), strict=True):
+            found[text] = tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
         if len(_NER_CACHE) + len(todo) > _NER_CACHE_MAX:
             _NER_CACHE.clear()
         _NER_CACHE.update({(model, t): found[t] for t in todo})
@@ -436,7 +439,8 @@ class Reader:
                       if m.start() not in covered]  # fmt: skip
             spans += named_cells(q.text, s.text)
             if _asks_kind(q):  # "what kind of environment": "a quiet and relaxed environment"
-                plural = not any(w.lower() == q.focus for w in _WORD.findall(q.text))  # "which colours"
+                # "which colours": the question says the focus noun in the plural ("program's" is no plural)
+                plural = not any(re.sub(r"['’]s$", "", w.lower()) == q.focus for w in _WORD.findall(q.text))
                 # a phrase whose modifiers restate the question ("a Space Shuttle mission") says no more than it
                 asked = _stems(q.text) | {stem(q.focus)}
                 spans += [sp for sp in focus_phrases(q.focus, s.text, tags([s.text], model)[0], plural)
@@ -622,6 +626,7 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
+        if ans.method in ("span", "arithmetic", "parts") and not ans.abstained:
             # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
             files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
             absent = absent_names(q, sentences, files)
@@ -646,16 +651,22 @@ class Reader:
             return None
         support = []
         for p in rows:
-            head = " ".join(str(p["caption"]).split()[:6])
+            head = " ".join(str(p["caption"] or "").split()[:6])
             s = next((s for s in sentences
                       if s.chunk_id == p["chunk_id"] and head and head in " ".join(s.text.split())), None)  # fmt: skip
-            if s is not None and (at := s.text.find(str(p["label"]))) >= 0:
-                support.append(Support(s.label, s.text, at, at + len(str(p["label"])), s.chunk_id, s.offset))
+            label = str(p["label"]).upper()
+            m = next((m for m in PART.finditer(s.text) if kind_of(m.group(1)) == kind
+                      and m.group(2).upper() == label), None) if s is not None else None  # fmt: skip
+            if s is not None and m is not None:  # the label as the sentence writes it: "Appendix A", "Fig. 2"
+                support.append(Support(s.label, s.text, m.start(), m.end(), s.chunk_id, s.offset))
         listed = ", ".join(f"{p['label']} (p. {p['page']})" if p["page"] else str(p["label"]) for p in rows[:12])
+        listed += ", ..." if len(rows) > 12 else ""
+        title = next((c.title for c in result.chunks if c.doc_id == rows[0]["doc_id"] and c.title), "")
         what = "names" if mentioned else "opens a line with (a caption, a heading, a contents entry)"
         gaps = "" if confidence == COMPLETE else "; the labels leave gaps, so some may be missed"
+        doc = f"the document {title!r}" if title else "the document"
         return ShortAnswer(str(n), q.answer_type, confidence, method="parts", support=support[:3],
-                           reason=f"the document {what} {n} {kind} label(s): {listed}{gaps}")  # fmt: skip
+                           reason=f"{doc} {what} {n} {kind} label(s): {listed}{gaps}")  # fmt: skip
 
     def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> tuple[float, list[str]]:
         """The share of the question's own words (relation words and the words of its names) that the evidence
@@ -976,8 +987,8 @@ def _owned(contact: str, names: Sequence[str]) -> bool:
 
 
 def _asks_kind(q: QuestionAnalysis) -> bool:
-    """A free-string question about a kind of thing ("what kind of environment", "which program"): its focus noun
-    heads the answer's phrase."""
+    """A free-string question with a focus noun that can head its answer ("what kind of environment", "which
+    program", "what is the court ..."): not a value's type ("what year"), the document or its parts."""
     return q.answer_type == "string" and bool(q.focus) and q.focus not in _TYPE_ONLY_FOCUS
 
 

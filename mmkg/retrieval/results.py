@@ -142,7 +142,8 @@ class RetrievalResult:
     media: list[MediaSpan] = field(default_factory=list)  # video/audio time spans the result points at, best first
     notes: list[str] = field(default_factory=list)  # what the strategy did or skipped, in words
     params: dict[str, Any] = field(default_factory=dict)  # the parameters it ran with
-    # a question that counts a document's labelled parts: the top document's parts (mmkg.parts.PARTS rows)
+    # a question that counts a document's labelled parts: the top document's parts of the kind it counts
+    # (mmkg.parts.PARTS rows; generation.answer.retrieve fills it, strategies leave it empty)
     parts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
