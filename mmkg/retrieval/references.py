@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 
 from mmkg.index.derived import derived
-from mmkg.parts import PART, kind_of
+from mmkg.parts import mentions
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
@@ -118,14 +118,8 @@ def parse(text: str) -> References:
     for m in _PAGE_AT.finditer(text):
         if ref := _ordinal(m.group(1)):
             pages.append(ref)
-    parts = []
-    for m in PART.finditer(text):
-        kind = kind_of(m.group(1))
-        label = m.group(2)
-        # "table 3" in "a table 3 times larger" is rare; a lone small letter ("note a") is not a label
-        if len(label) == 1 and label.isalpha() and not label.isupper():
-            continue
-        parts.append((kind, label.upper()))
+    # "table 3" in "a table 3 times larger" is rare; a lone small letter ("note a") is not a label (mentions skips it)
+    parts = [(kind, label.upper()) for kind, label, _, _ in mentions(text)]
     # a question points at a few places; one that names dozens points at none (and must not cost a scan each)
     return References(tuple(dict.fromkeys(pages))[:MAX_REFS], tuple(dict.fromkeys(parts))[:MAX_REFS])
 
