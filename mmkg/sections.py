@@ -201,13 +201,6 @@ def walk_outline(
     return walk
 
 
-def outline_sections(
-    chunks: Sequence[tuple[int | None, int, str]], text: str, page_starts: Sequence[int], outline: Sequence[dict]
-) -> list[str]:
-    """The heading path of each chunk ``(page, char_start, text)`` of one document from its outline."""
-    return walk_outline(chunks, text, page_starts, outline).paths
-
-
 def _walks(chunks: pl.DataFrame, documents: pl.DataFrame) -> Iterator[tuple[str, list[int], list[str], Walk]]:
     """``(doc_id, chunk rows, chunk ids, walk)`` of every document of a kind with sections, chunks in document
     order (by chunk_index, else by offset, else as given): from its outline where it has one, else its text."""

@@ -12,7 +12,7 @@ from mmkg.chunking import chunk_documents
 from mmkg.embedding import chunk_texts
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf import read_pdf
-from mmkg.sections import chunk_sections, heading_level, outline_sections, section_table, sections
+from mmkg.sections import chunk_sections, heading_level, section_table, sections, walk_outline
 from mmkg.validation import check_sections
 from tests.conftest import write_pdf
 
@@ -176,9 +176,8 @@ def test_sections_come_from_the_outline_where_the_pdf_has_one(tmp_path: Path) ->
     assert set(chunk_sections(chunks, documents.with_columns(pl.lit(None).alias("outline")))) == {""}
     # a bookmark whose title its page never prints opens at the page's start
     renamed = [*doc.outline[:3], {"level": 1, "title": "Findings", "page": 4}]
-    assert outline_sections([(4, doc.page_starts[3], "Results\nLifts rose")], doc.text, doc.page_starts, renamed) == [
-        "Findings"
-    ]
+    walk = walk_outline([(4, doc.page_starts[3], "Results\nLifts rose")], doc.text, doc.page_starts, renamed)
+    assert walk.paths == ["Findings"]
 
 
 def test_the_sections_table_lists_each_heading_with_its_parent_page_and_chunks(tmp_path: Path) -> None:
