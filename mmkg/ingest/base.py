@@ -67,7 +67,7 @@ class SourceDocument:
     images: list[ImageRef] = field(default_factory=list)
     duration_s: float | None = None  # video and audio
     time_segments: list[dict] | None = None  # transcript segments: char_start, char_end, t_start, t_end
-    outline: list[dict] | None = None  # a PDF's bookmarks: level (1 is the top), title, 1-based page
+    outline: list[dict] | None = None  # PDF bookmarks or Markdown headings: level (1 is the top), title, page
 
 
 @dataclass
