@@ -50,6 +50,48 @@ def write_table_pdf(path: Path) -> Path:
     return path
 
 
+def write_highlights_pdf(path: Path) -> Path:
+    """A 10-K's "performance highlights": year headers, then the statement's units note on a line of its own
+    between them and the rows, a footnote marker set against a row's label, and a change column whose
+    negative values are written "(1)%"."""
+    import matplotlib.pyplot as plt
+
+    rows = [("Ferry crossings (1)", "74,762", "57,391", "30 %"),
+            ("Average fare per crossing", "$ 8.15", "$ 8.20", "(1)%"),
+            ("Ticket revenue", "$ 6,779,511", "$ 5,504,656", "23 %")]  # fmt: skip
+    fig = plt.figure(figsize=(8.5, 11))
+    fig.text(0.08, 0.95, "The following represents our consolidated performance highlights:", fontsize=10)
+    for x, head in ((0.62, "2019"), (0.76, "2018"), (0.92, "2019 vs. 2018")):
+        fig.text(x, 0.92, head, fontsize=10, ha="right")
+    fig.text(0.50, 0.90, "(in thousands, except fares and percentages)", fontsize=10, ha="center")
+    for i, (label, a, b, change) in enumerate(rows):
+        y = 0.87 - 0.025 * i
+        fig.text(0.08, y, label, fontsize=10)
+        for x, value in ((0.62, a), (0.76, b), (0.92, change)):
+            fig.text(x, y, value, fontsize=10, ha="right")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def test_headers_above_a_units_note_and_a_labels_footnote_marker(tmp_path: Path) -> None:
+    with pdfplumber.open(write_highlights_pdf(tmp_path / "highlights.pdf")) as pdf:
+        tables = page_tables(pdf.pages[0])
+    assert len(tables) == 1
+    t = tables[0]
+    assert t.headers == ["2019", "2018", "2019 vs. 2018"]  # read over the units note, not stopped by it
+    assert t.unit == "(in thousands, except fares and percentages)"
+    assert [label for label, _ in t.rows] == ["Ferry crossings", "Average fare per crossing", "Ticket revenue"]
+    assert render(t) == [
+        "(in thousands, except fares and percentages) | Ferry crossings | 2019: 74,762 | 2018: 57,391 | "
+        "2019 vs. 2018: 30%",
+        "(in thousands, except fares and percentages) | Average fare per crossing | 2019: $8.15 | 2018: $8.20 | "
+        "2019 vs. 2018: (1)%",
+        "(in thousands, except fares and percentages) | Ticket revenue | 2019: $6,779,511 | 2018: $5,504,656 | "
+        "2019 vs. 2018: 23%",
+    ]
+
+
 @pytest.fixture
 def table_pdf(tmp_path: Path) -> Path:
     return write_table_pdf(tmp_path / "statements.pdf")
@@ -111,6 +153,10 @@ def test_real_10k_statement_and_paper_table() -> None:
     with pdfplumber.open(NETFLIX) as pdf:
         lines = [line for t in page_tables(pdf.pages[39]) for line in render(t)]
     assert "Technology and development | 2015: 650,788 | 2014: 472,321 | 2013: 378,769" in lines
+    with pdfplumber.open(NETFLIX) as pdf:  # the "Other Data" statement: years above "(in thousands)"
+        lines = [line for t in page_tables(pdf.pages[17]) for line in render(t)]
+    assert "(in thousands) | Global streaming memberships | 2015: 74,762 | 2014: 57,391 | 2013: 44,350 | " \
+           "2012: 33,267 | 2011: 23,529" in lines
     with pdfplumber.open(STEPBACK) as pdf:
         lines = [line for t in page_tables(pdf.pages[4]) for line in render(t)]
     assert any(line.endswith("| PaLM-2L + Step-Back (ours) | MMLU Physics: 73.2% (1.9%) | MMLU Chemistry: 81.8% (1.4%)")

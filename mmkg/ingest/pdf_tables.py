@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: a number cell: "$ 122,641", "(37,887)", "12.5%", "-3.2"; a lone dash is an empty cell
-_VALUE = re.compile(r"^[($€£¥+-]*\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?(?:\s?[(±]\s?\d[\d,]*(?:\.\d+)?%?\)?)?[*†]?$|^[—–-]$")
+_VALUE = re.compile(r"^[($€£¥+-]*\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?(?:\s?[(±]\s?\d[\d,]*(?:\.\d+)?%?\)?)?[*†]?$|^[—–-]$")
 _SPREAD = re.compile(r"^\(±?\d[\d,]*(?:\.\d+)?%?\)$")
 _YEAR = re.compile(r"^(?:FY)?(?:19|20)\d{2}$")
 _CURRENCY = frozenset({"$", "€", "£", "¥"})
 _OPENERS = _CURRENCY | {"(", "$("}  # tokens that join the number after them
+#: a footnote marker set right after a row's label: "Global streaming memberships (1)"
+_FOOTNOTE = re.compile(r"^\(\d\)$")
+#: a statement's note on its units, between the column headers and the rows: "(in thousands, except per share data)"
+_UNIT_NOTE = re.compile(r"^\((?:in|amounts\s+in|dollars\s+in)\s[^()]*\)$", re.IGNORECASE)
 _CAPTION = re.compile(r"^(?:Table|TABLE|Exhibit|EXHIBIT)\s+[\dIVX]+[A-Za-z]?\b")
 LINE_TOLERANCE = 3.0  # words whose tops differ by less than this (points) are one line
 PHRASE_GAP = 4.0  # words closer than this (points) are one phrase; a wider gap starts a new cell
@@ -52,6 +56,7 @@ class Table:
     rows: list[tuple[str, list[str]]] = field(default_factory=list)
     caption: str = ""
     finder: str = "aligned"
+    unit: str = ""  # the statement's note on its units, "(in thousands)", read above the rows
 
 
 def _phrases(words: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -94,6 +99,9 @@ def _split_values(line: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]
     while k > 0 and (_is_value(merged[k - 1]["text"]) or merged[k - 1]["text"] in _CURRENCY):
         k -= 1  # a currency sign set apart from its number is part of the run, not of the label
     label = " ".join(w["text"] for w in merged[:k]).strip()
+    marker = 0 < k < len(merged) and _FOOTNOTE.match(merged[k]["text"])
+    if marker and merged[k]["x0"] - merged[k - 1]["x1"] < PHRASE_GAP:
+        k += 1  # "memberships (1)": the label's footnote marker, set against it, is no value column
     return label, [w for w in merged[k:] if w["text"] not in _CURRENCY]
 
 
@@ -184,9 +192,14 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
         first_top = lines[block[0]][0]["top"]
         left = min(c0 for c0, _ in cols) - 20
         headers = [""] * len(cols)
+        unit = ""
         for h in range(block[0] - 1, max(block[0] - 1 - MAX_HEADER_LINES, -1), -1):
             if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h) or not all(map(_is_year, parsed[h][1])):
                 break  # a row, or a line of amounts (a total above the table), is no header
+            note = _clean(" ".join(w["text"] for w in lines[h]))
+            if _UNIT_NOTE.match(note):  # "(in thousands)" between the years and the rows: the headers are above
+                unit = unit or note
+                continue
             placed: dict[int, str] = {}
             for ph in _phrases(lines[h]):
                 if ph["x1"] < left:
@@ -216,7 +229,7 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
         x0 = min(w["x0"] for r in block for w in lines[r])
         x1 = max(w["x1"] for r in block for w in lines[r])
         bottom = max(w["bottom"] for w in lines[block[-1]])
-        tables.append(Table((x0, first_top, x1, bottom), headers, rows, _caption(lines, first_top, bottom)))
+        tables.append(Table((x0, first_top, x1, bottom), headers, rows, _caption(lines, first_top, bottom), unit=unit))
     return tables
 
 
@@ -255,8 +268,9 @@ def page_tables(page: Any) -> list[Table]:
 
 
 def render(table: Table) -> list[str]:
-    """One line per row: the caption's first words, the row label, then ``header: value`` per filled cell."""
-    prefix = " ".join(table.caption.split()[:10])
+    """One line per row: the caption's first words and the units' note, the row label, then ``header: value``
+    per filled cell."""
+    prefix = " ".join([*table.caption.split()[:10], *table.unit.split()])
     out = []
     for label, cells in table.rows:
         if not label and not any(table.headers):
