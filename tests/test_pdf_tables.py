@@ -92,6 +92,40 @@ def test_headers_above_a_units_note_and_a_labels_footnote_marker(tmp_path: Path)
     ]
 
 
+def write_manual_pdf(path: Path) -> Path:
+    """A device manual's page: two ruled tables of what each press of a button does, each under a short title
+    line ("Up button", "Down button"), with the same row labels in both, and a sentence before them."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.5, 11))
+    ax.axis("off")
+    ax.text(0.0, 0.97, "The kettle has two buttons on its handle.", fontsize=10, transform=ax.transAxes)
+    for top, title, once, hold in ((0.90, "Up button", "Raise the temperature by five degrees", "Start boiling"),
+                                   (0.55, "Down button", "Lower the temperature by five degrees",
+                                    "Keep the water warm for an hour")):  # fmt: skip
+        ax.text(0.0, top + 0.005, title, fontsize=10, transform=ax.transAxes)
+        table = ax.table(cellText=[["Operation", "Function"], ["Press once", once], ["Press and hold", hold]],
+                         loc="upper left", bbox=(0.0, top - 0.2, 0.9, 0.2))  # fmt: skip
+        table.set_fontsize(10)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def test_a_ruled_tables_title_line_is_its_caption(tmp_path: Path) -> None:
+    """The same row labels in two tables ("Press and hold") are told apart by each table's title line."""
+    pdf_path = write_manual_pdf(tmp_path / "manual.pdf")
+    with pdfplumber.open(pdf_path) as pdf:
+        tables = page_tables(pdf.pages[0])
+    assert [(t.finder, t.caption) for t in tables] == [("ruled", "Up button"), ("ruled", "Down button")]
+    assert render(tables[0])[1] == "Up button | Press and hold | Function: Start boiling"
+    assert render(tables[1])[1] == "Down button | Press and hold | Function: Keep the water warm for an hour"
+    doc, _ = read_pdf(pdf_path.read_bytes(), "manual.pdf", Limits())
+    assert "\n\nDown button | Press and hold | Function: Keep the water warm for an hour" in doc.text
+    # the sentence above the first title is no title: it ends a sentence and is too far from either table
+    assert not any(t.caption.startswith("The kettle") for t in tables)
+
+
 @pytest.fixture
 def table_pdf(tmp_path: Path) -> Path:
     return write_table_pdf(tmp_path / "statements.pdf")

@@ -33,6 +33,7 @@ _OPENERS = _CURRENCY | {"(", "$("}  # tokens that join the number after them
 _FOOTNOTE = re.compile(r"^\(\d\)$")
 #: a statement's note on its units, between the column headers and the rows: "(in thousands, except per share data)"
 _UNIT_NOTE = re.compile(r"^\((?:in|amounts\s+in|dollars\s+in)\s[^()]*\)$", re.IGNORECASE)
+_SECTION_NO = re.compile(r"^\d{1,2}(?:\.\d{1,2})*\.?\s+(?=[A-Z])")
 _CAPTION = re.compile(r"^(?:Table|TABLE|Exhibit|EXHIBIT)\s+[\dIVX]+[A-Za-z]?\b")
 LINE_TOLERANCE = 3.0  # words whose tops differ by less than this (points) are one line
 PHRASE_GAP = 4.0  # words closer than this (points) are one phrase; a wider gap starts a new cell
@@ -45,6 +46,8 @@ SPREAD_GAP = 6.0  # points between a value and the parenthesized spread that bel
 X_TOLERANCE = 1.5  # pdfplumber's default (3) joins the words of tightly set papers
 MIN_COLUMNS = 2
 COLUMN_GAP = 12.0  # right edges of values closer than this (points) are one column
+TITLE_GAP = 12.0  # a ruled table's title line ends at most this far (points) above its top border
+MAX_TITLE_WORDS = 8
 
 
 @dataclass
@@ -159,6 +162,24 @@ def _caption(lines: list[list[dict[str, Any]]], top: float, bottom: float) -> st
     return _clean(best)[:200]
 
 
+def _title(lines: list[list[dict[str, Any]]], top: float) -> str:
+    """A short line set right above a table ("Down button" over a manual's table of its presses): the table's
+    title when no "Table N" caption names it. It opens with a capital, after a section number if any; a
+    sentence, a sentence's middle, a long line or a chart's labels are the text before it, not a title."""
+    # a line that starts above the border and ends at most TITLE_GAP above it (its glyph boxes may touch it)
+    near = [line for line in lines if line[0]["top"] < top and top - max(w["bottom"] for w in line) <= TITLE_GAP]
+    if not near:
+        return ""
+    text = _clean(" ".join(w["text"] for w in max(near, key=lambda line: line[0]["top"])))
+    body = _SECTION_NO.sub("", text)  # "6.2 Cleaning intervals overview"
+    if (len(text.split()) > MAX_TITLE_WORDS or text[-1:] in ".,;:" or not body[:1].isupper()
+            or sum(any(c.isdigit() for c in w) for w in body.split()) > 1):  # fmt: skip
+        # a sentence's end or its middle ("and those who identify as ..."), a long line, or a chart's labels
+        # ("90 CoT (GPT-4) ...", "Ages 18-29 34 64") above the table
+        return ""
+    return text
+
+
 def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
     """Tables drawn without borders: runs of lines that end in numbers aligned in columns (module docstring)."""
     lines = _lines(words)
@@ -234,7 +255,8 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
 
 
 def ruled_tables(page: Any, lines: list[list[dict[str, Any]]]) -> list[Table]:
-    """Tables with cell borders, found by pdfplumber; the first row is the header."""
+    """Tables with cell borders, found by pdfplumber; the first row is the header, the caption a "Table N" line
+    near it or else the short title line right above it."""
     out = []
     for t in page.find_tables():
         grid = [[_clean(c) for c in row] for row in t.extract()]
@@ -248,7 +270,8 @@ def ruled_tables(page: Any, lines: list[list[dict[str, Any]]]) -> list[Table]:
         ):
             continue  # a box around prose (one filled cell a row, or long cells), drawn like a table
         rows = [(row[0], row[1:]) for row in body]
-        out.append(Table(tuple(t.bbox), header[1:], rows, _caption(lines, t.bbox[1], t.bbox[3]), "ruled"))
+        caption = _caption(lines, t.bbox[1], t.bbox[3]) or _title(lines, t.bbox[1])
+        out.append(Table(tuple(t.bbox), header[1:], rows, caption, "ruled"))
     return out
 
 
