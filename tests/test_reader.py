@@ -422,6 +422,20 @@ def test_alternatives_joined_by_and_after_out_of():
     assert analyze("What is the distance between Lund and Malmo?").options == ()  # nothing is ordered
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "According to the guide, when can a ferry leave either the north quay or the south quay?",
+        "According to this manual, list all the buttons or dials on the side of the kettle.",
+        "In 2019, by what share is the number of day trips higher than the number of freight crossings, or lower?",
+    ],
+)  # fmt: skip
+def test_an_or_after_a_comma_that_opens_the_question_offers_no_alternatives(question: str):
+    # the comma closes a lead-in ("According to the guide,"), not the question: what follows it asks, not lists
+    assert analyze(question).options == (), analyze(question).options
+    assert analyze("Which ferry sailed first, Nordline or Sealink?").options == ("Nordline", "Sealink")
+
+
 def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index):
     # k=1 retrieves the painting's page only; the painter's page comes from the bridge's own retrieval
     q = "Where was the painter of The Blue Harbour born?"

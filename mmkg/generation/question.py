@@ -97,6 +97,8 @@ _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 _OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+# the words that make a sentence a question: before the comma of "Which came first, A or B?"
+_ASKING = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})
 _OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
 _ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in "
                           r"(?:thousands?|millions?|billions?|percentage|percent)"
@@ -274,6 +276,11 @@ def _options(text: str) -> tuple[str, ...]:
     cut = head.rfind(",")
     cut = head.rfind(":") if cut < 0 else cut
     if cut < 0:
+        return ()
+    asking = {w for w in re.findall(r"[a-z]+", head[:cut].lower())} & (_ASKING | _AUXILIARIES)
+    if not asking:
+        # "According to the guide, when can a sentence map to either A or B?": the question itself follows the
+        # comma, so what follows it is no list of alternatives
         return ()
     region = body[cut + 1 :]
     # "A, B or C" lists its alternatives with commas; "A or B, C" keeps a comma inside the last title
