@@ -92,6 +92,44 @@ def test_headers_above_a_units_note_and_a_labels_footnote_marker(tmp_path: Path)
     ]
 
 
+def write_balance_pdf(path: Path) -> Path:
+    """A balance sheet as 10-Ks set it: years under a title spanning them, a centred "ASSETS" and a heading
+    "Current assets:" between the years and the first row, rows under the heading set in, with dot leaders,
+    and a row back at the heading's indent after them."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(8.5, 11))
+    fig.text(0.5, 0.95, "CONSOLIDATED BALANCE SHEETS", fontsize=10, ha="center")
+    fig.text(0.80, 0.92, "December 31,", fontsize=10, ha="center")
+    fig.text(0.72, 0.90, "2018", fontsize=10, ha="right")
+    fig.text(0.90, 0.90, "2019", fontsize=10, ha="right")
+    fig.text(0.35, 0.88, "ASSETS", fontsize=10, ha="center")
+    fig.text(0.05, 0.86, "Current assets:", fontsize=10)
+    rows = [(0.08, "Cash and cash equivalents ........", "1,204", "1,388"), (0.08, "Fuel inventories", "88", "97"),
+            (0.12, "Total current assets", "1,292", "1,485"), (0.05, "Ships, net", "4,310", "4,552")]  # fmt: skip
+    for i, (x, label, a, b) in enumerate(rows):
+        y = 0.84 - 0.02 * i
+        fig.text(x, y, label, fontsize=10)
+        fig.text(0.72, y, a, fontsize=10, ha="right")
+        fig.text(0.90, y, b, fontsize=10, ha="right")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def test_rows_set_in_under_a_heading_carry_it_and_the_years_above_it(tmp_path: Path) -> None:
+    with pdfplumber.open(write_balance_pdf(tmp_path / "balance.pdf")) as pdf:
+        tables = page_tables(pdf.pages[0])
+    assert len(tables) == 1
+    assert tables[0].headers == ["2018", "2019"]  # read above "ASSETS" and "Current assets:", over no column
+    assert render(tables[0]) == [
+        "Current assets — Cash and cash equivalents | 2018: 1,204 | 2019: 1,388",  # no dot leaders
+        "Current assets — Fuel inventories | 2018: 88 | 2019: 97",
+        "Current assets — Total current assets | 2018: 1,292 | 2019: 1,485",
+        "Ships, net | 2018: 4,310 | 2019: 4,552",  # back at the heading's indent: the heading is closed
+    ]
+
+
 def write_manual_pdf(path: Path) -> Path:
     """A device manual's page: two ruled tables of what each press of a button does, each under a short title
     line ("Up button", "Down button"), with the same row labels in both, and a sentence before them."""

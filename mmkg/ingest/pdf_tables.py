@@ -33,6 +33,7 @@ _OPENERS = _CURRENCY | {"(", "$("}  # tokens that join the number after them
 _FOOTNOTE = re.compile(r"^\(\d\)$")
 #: a statement's note on its units, between the column headers and the rows: "(in thousands, except per share data)"
 _UNIT_NOTE = re.compile(r"^\((?:in|amounts\s+in|dollars\s+in)\s[^()]*\)$", re.IGNORECASE)
+_LEADERS = re.compile(r"\s*(?:[.…_]\s?){3,}$")  # "Digital Media ......": the dots that lead to its values
 _SECTION_NO = re.compile(r"^\d{1,2}(?:\.\d{1,2})*\.?\s+(?=[A-Z])")
 _CAPTION = re.compile(r"^(?:Table|TABLE|Exhibit|EXHIBIT)\s+[\dIVX]+[A-Za-z]?\b")
 LINE_TOLERANCE = 3.0  # words whose tops differ by less than this (points) are one line
@@ -46,6 +47,9 @@ SPREAD_GAP = 6.0  # points between a value and the parenthesized spread that bel
 X_TOLERANCE = 1.5  # pdfplumber's default (3) joins the words of tightly set papers
 MIN_COLUMNS = 2
 COLUMN_GAP = 12.0  # right edges of values closer than this (points) are one column
+INDENT = 5.0  # a row label set in this far (points) or more under a line of only a label is that heading's
+MAX_HEADING_WORDS = 12
+SUBROW = " —"  # between a heading and a row under it: "Operating expenses — Cost of sales"
 TITLE_GAP = 12.0  # a ruled table's title line ends at most this far (points) above its top border
 MAX_TITLE_WORDS = 8
 
@@ -162,6 +166,14 @@ def _caption(lines: list[list[dict[str, Any]]], top: float, bottom: float) -> st
     return _clean(best)[:200]
 
 
+def _is_heading(label: str) -> bool:
+    """A label-only line that heads the rows set in under it: it ends with a colon, as a statement writes it
+    ("Current assets:", "Operating expenses:"); a line of a paragraph beside a table ("By comparison, fewer
+    than") does not."""
+    label = _LEADERS.sub("", label).rstrip()
+    return label.endswith(":") and len(label.split()) <= MAX_HEADING_WORDS
+
+
 def _title(lines: list[list[dict[str, Any]]], top: float) -> str:
     """A short line set right above a table ("Down button" over a manual's table of its presses): the table's
     title when no "Table N" caption names it. It opens with a capital, after a section number if any; a
@@ -214,6 +226,7 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
         left = min(c0 for c0, _ in cols) - 20
         headers = [""] * len(cols)
         unit = ""
+        lead: tuple[float, str] | None = None  # the heading right above the first row ("Current assets:")
         for h in range(block[0] - 1, max(block[0] - 1 - MAX_HEADER_LINES, -1), -1):
             if first_top - lines[h][0]["top"] > MAX_HEADER_GAP or is_row(h) or not all(map(_is_year, parsed[h][1])):
                 break  # a row, or a line of amounts (a total above the table), is no header
@@ -228,6 +241,11 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
                 c = _column_of(ph["x0"], ph["x1"], cols)
                 if c is not None:
                     placed[c] = _clean(f"{placed.get(c, '')} {ph['text']}")
+            if not placed and not parsed[h][1]:
+                # a heading or a title over no value column ("Current assets:", "ASSETS"): the headers are above
+                if h == block[0] - 1 and _is_heading(parsed[h][0]):
+                    lead = (lines[h][0]["x0"], _LEADERS.sub("", parsed[h][0]).rstrip(":"))
+                continue
             # a header line names most columns ("2015 2014 2013"); a line over one column of several is a
             # title spanning them ("Year ended December 31,") and ends the header
             if len(placed) < max(min(2, len(cols)), (len(cols) + 1) // 2):
@@ -236,10 +254,21 @@ def aligned_tables(words: list[dict[str, Any]]) -> list[Table]:
                 headers[c] = _clean(f"{text} {headers[c]}")
         rows: list[tuple[str, list[str]]] = []
         section = ""
+        heads: list[tuple[float, str]] = [lead] if lead else []  # (indent, label) of the open headings
         for r in range(block[0], block[-1] + 1):
             label, vals = parsed[r]
+            heading = _is_heading(label)
+            label = _LEADERS.sub("", label).rstrip(":")
+            if label:  # "Cost of sales" set in under "Operating expenses:" is an operating expense
+                x = lines[r][0]["x0"]
+                while heads and heads[-1][0] > x - INDENT:
+                    heads.pop()  # a line set no further in than a heading closes it
+                if r not in block and heading:
+                    heads.append((x, label))
+                elif r in block and heads:
+                    label = f"{heads[-1][1]}{SUBROW} {label}"
             if r not in block:
-                section = label.rstrip(":")
+                section = label
                 continue
             cells = [""] * len(cols)
             for v in vals:
