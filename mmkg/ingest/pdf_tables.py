@@ -5,13 +5,17 @@ as one line a reader, BM25 and the dense encoder can match: ``Net income | 2015:
 
 Two finders, because reports draw tables two ways:
 
-- **ruled tables** (cell borders): pdfplumber's own finder (``Page.find_tables``, the lines strategy);
+- **ruled tables** (cell borders): pdfplumber's own finder (``Page.find_tables``, the lines strategy); with
+  no "Table N" caption, the short line right above the border is the title ("Down button");
 - **aligned tables** (no borders, the financial statements of a 10-K, most tables in papers): rows are
   lines whose right-hand part is a run of numbers, columns are where those numbers line up across rows,
   and the header of a column is the text of the lines above the first row that sits over that column
-  ("2015", "Year ended December 31,"). pdfplumber's text strategy was measured on such pages and cuts
-  header words apart ("20", "15 2", "014 2" for "2015 2014 2013" on Netflix's 10-K), so this finder is
-  hand-written over pdfplumber's words instead; it only reads positions pdfplumber extracted.
+  ("2015", "Year ended December 31,"), read past a units note ("(in thousands)", which then leads each
+  row) and past headings over no column ("ASSETS", "Current assets:"). A row set in under a heading that
+  ends in a colon carries it ("Current assets — Inventories"). pdfplumber's text strategy was measured
+  on such pages and cuts header words apart ("20", "15 2", "014 2" for "2015 2014 2013" on Netflix's
+  10-K), so this finder is hand-written over pdfplumber's words instead; it only reads positions
+  pdfplumber extracted.
 
 A page's table rows are added to its text after the page's own text (``mmkg.ingest.pdf``), so the
 flattened cells stay where they were and each row also appears once with its headers.
