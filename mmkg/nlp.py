@@ -17,6 +17,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -120,6 +121,27 @@ def load_pipeline(model: str) -> Language:
         raise ModelNotFound(f"spaCy pipeline {model!r} lacks {sorted(missing)}; relations need a parser and NER")
     nlp.add_pipe("mmkg_block_breaks", before="parser")
     return nlp
+
+
+def pipe_cached(texts: Sequence[str], model: str, cache: dict[tuple[str, str], Any], limit: int,
+                keep: frozenset[str], read: Callable[[Doc], Any],
+                pipeline: Callable[[str], Language] = load_pipeline) -> list[Any]:  # fmt: skip
+    """``read(doc)`` of each text, the texts not in ``cache`` (keyed ``(model, text)``) run in one batch through
+    only the ``keep`` components of ``pipeline(model)``; the cache is cleared when it would grow past ``limit``.
+    The other components are skipped for this call only (``nlp.pipe(disable=...)``): the pipeline is shared
+    (the question's parse, the reader's NER, the tagger of ``mmkg.generation.phrases``), and ``select_pipes``
+    would switch them off for every other thread meanwhile."""
+    found = {t: hit for t in texts if (hit := cache.get((model, t))) is not None}
+    todo = list(dict.fromkeys(t for t in texts if t not in found))
+    if todo:
+        nlp = pipeline(model)
+        off = [p for p in nlp.pipe_names if p not in keep]
+        for text, doc in zip(todo, nlp.pipe(todo, batch_size=64, disable=off), strict=True):
+            found[text] = read(doc)
+        if len(cache) + len(todo) > limit:
+            cache.clear()
+        cache.update({(model, t): found[t] for t in todo})
+    return [found[t] for t in texts]
 
 
 @dataclass

@@ -16,8 +16,6 @@ parts of speech; the walk over them is hand-written, being a few lines over tags
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any
 
 #: parts of speech that modify a head noun before it
 MODIFIERS = frozenset({"ADJ", "NOUN", "PROPN", "NUM"})
@@ -26,32 +24,16 @@ _NAME_LINKS = frozenset({"in", "of", "for", "and", "&", "on"})
 MAX_WORDS = 6  # words of a phrase, its head included
 _CACHE: dict[tuple[str, str], tuple[tuple[int, int, str, str], ...]] = {}
 _CACHE_MAX = 4096  # sentences (a tagged sentence of a table's page text runs to tens of kB)
-
-
-@lru_cache(maxsize=1)
-def _pipeline(model: str) -> Any:
-    from mmkg.nlp import load_pipeline
-
-    return load_pipeline(model)
+_TAGGER = frozenset({"tok2vec", "tagger", "attribute_ruler"})
 
 
 def tags(sentences: Sequence[str], model: str) -> list[tuple[tuple[int, int, str, str], ...]]:
     """(start, end, part of speech, fine tag) of each token of each sentence, in one batch through the tagger only;
     sentences seen before come from a bounded cache."""
-    found = {t: hit for t in sentences if (hit := _CACHE.get((model, t))) is not None}
-    todo = list(dict.fromkeys(t for t in sentences if t not in found))
-    if todo:
-        nlp = _pipeline(model)
-        keep = {"tok2vec", "tagger", "attribute_ruler"}
-        # skipped for this call only: the pipeline is shared (the reader's NER, the question's parse), and
-        # select_pipes would switch its parser and NER off for every other thread meanwhile
-        off = [p for p in nlp.pipe_names if p not in keep]
-        for text, doc in zip(todo, nlp.pipe(todo, batch_size=64, disable=off), strict=True):
-            found[text] = tuple((t.idx, t.idx + len(t.text), t.pos_, t.tag_) for t in doc)
-        if len(_CACHE) + len(todo) > _CACHE_MAX:
-            _CACHE.clear()
-        _CACHE.update({(model, t): found[t] for t in todo})
-    return [found[t] for t in sentences]
+    from mmkg.nlp import pipe_cached
+
+    return pipe_cached(sentences, model, _CACHE, _CACHE_MAX, _TAGGER,
+                       lambda doc: tuple((t.idx, t.idx + len(t.text), t.pos_, t.tag_) for t in doc))  # fmt: skip
 
 
 def heads(word: str, focus: str) -> bool:

@@ -260,20 +260,11 @@ _NER_CACHE_MAX = 20_000
 def entities(sentences: Sequence[str], model: str) -> list[tuple[tuple[str, str, int, int], ...]]:
     """(text, label, start, end) of spaCy's entities in each sentence, in one batch; sentences seen before come
     from a bounded cache. Only the token vectors and NER run (tagger, parser and lemmatizer are skipped)."""
-    found = {t: hit for t in sentences if (hit := _NER_CACHE.get((model, t))) is not None}
-    todo = list(dict.fromkeys(t for t in sentences if t not in found))
-    if todo:
-        nlp = _ner_pipeline(model)
-        keep = {"tok2vec", "ner"}
-        # skipped for this call only: select_pipes would switch the shared pipeline's parser off for every
-        # other thread meanwhile (the question's parse, the tagger of mmkg.generation.phrases)
-        off = [p for p in nlp.pipe_names if p not in keep]
-        for text, doc in zip(todo, nlp.pipe(todo, batch_size=64, disable=off), strict=True):
-            found[text] = tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents)
-        if len(_NER_CACHE) + len(todo) > _NER_CACHE_MAX:
-            _NER_CACHE.clear()
-        _NER_CACHE.update({(model, t): found[t] for t in todo})
-    return [found[t] for t in sentences]
+    from mmkg.nlp import pipe_cached
+
+    return pipe_cached(sentences, model, _NER_CACHE, _NER_CACHE_MAX, frozenset({"tok2vec", "ner"}),
+                       lambda doc: tuple((e.text, e.label_, e.start_char, e.end_char) for e in doc.ents),
+                       _ner_pipeline)  # fmt: skip
 
 
 @lru_cache(maxsize=4096)
