@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pdfplumber
 import pytest
@@ -16,26 +17,39 @@ NETFLIX = SHARED / "datasets/mmlongbench-dev/documents/NETFLIX_2015_10K.pdf"
 STEPBACK = SHARED / "datasets/mmlongbench-dev/documents/STEPBACK.pdf"
 
 
+def statement_figure(texts: list[tuple[float, float, str, str, int]], rows: list[tuple[float, str, tuple[str, ...]]],
+                     columns: tuple[float, ...], top: float, step: float) -> Any:  # fmt: skip
+    """A page of a statement drawn like a 10-K's, no borders: ``texts`` as (x, y, text, alignment, size), then
+    one line per row ``(x, label, values)`` from ``top`` down by ``step``, each value right-aligned at its
+    ``columns`` x (figure coordinates). The caller saves and closes the figure."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(8.5, 11))
+    for x, y, text, ha, size in texts:
+        fig.text(x, y, text, fontsize=size, ha=ha)
+    for i, (x, label, values) in enumerate(rows):
+        y = top - step * i
+        fig.text(x, y, label, fontsize=10)
+        for cx, value in zip(columns, values, strict=True):
+            fig.text(cx, y, value, fontsize=10, ha="right")
+    return fig
+
+
 def write_table_pdf(path: Path) -> Path:
     """A statement drawn like a 10-K's (no borders, numbers right-aligned under year headers), a caption above
     it, prose below, and a ruled table (cell borders) on a second page."""
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_pdf import PdfPages
 
-    rows = [("Revenues", "6,779,511", "5,504,656"), ("Cost of revenues", "4,591,476", "3,752,760"),
-            ("Net income", "122,641", "266,799"), ("Interest expense", "(132,716)", "(50,219)")]  # fmt: skip
+    rows = [(0.08, "Revenues", ("6,779,511", "5,504,656")), (0.08, "Cost of revenues", ("4,591,476", "3,752,760")),
+            (0.08, "Net income", ("122,641", "266,799")),
+            (0.08, "Interest expense", ("(132,716)", "(50,219)"))]  # fmt: skip
+    texts = [(0.08, 0.95, "Table 4: Consolidated statements of operations (in thousands)", "left", 11),
+             (0.70, 0.91, "2015", "right", 10), (0.88, 0.91, "2014", "right", 10),
+             (0.08, 0.6, "Revenues grew in 2015 as streaming memberships grew. The statement above is audited.", "left",
+              10)]  # fmt: skip
     with PdfPages(path) as pdf:
-        fig = plt.figure(figsize=(8.5, 11))
-        fig.text(0.08, 0.95, "Table 4: Consolidated statements of operations (in thousands)", fontsize=11)
-        fig.text(0.70, 0.91, "2015", fontsize=10, ha="right")
-        fig.text(0.88, 0.91, "2014", fontsize=10, ha="right")
-        for i, (label, a, b) in enumerate(rows):
-            y = 0.88 - 0.025 * i
-            fig.text(0.08, y, label, fontsize=10)
-            fig.text(0.72, y, a, fontsize=10, ha="right")
-            fig.text(0.90, y, b, fontsize=10, ha="right")
-        fig.text(0.08, 0.6, "Revenues grew in 2015 as streaming memberships grew. The statement above is audited.",
-                 fontsize=10)  # fmt: skip
+        fig = statement_figure(texts, rows, (0.72, 0.90), top=0.88, step=0.025)
         pdf.savefig(fig)
         plt.close(fig)
         fig, ax = plt.subplots(figsize=(8.5, 11))
@@ -56,19 +70,14 @@ def write_highlights_pdf(path: Path) -> Path:
     negative values are written "(1)%"."""
     import matplotlib.pyplot as plt
 
-    rows = [("Ferry crossings (1)", "74,762", "57,391", "30 %"),
-            ("Average fare per crossing", "$ 8.15", "$ 8.20", "(1)%"),
-            ("Ticket revenue", "$ 6,779,511", "$ 5,504,656", "23 %")]  # fmt: skip
-    fig = plt.figure(figsize=(8.5, 11))
-    fig.text(0.08, 0.95, "The following represents our consolidated performance highlights:", fontsize=10)
-    for x, head in ((0.62, "2019"), (0.76, "2018"), (0.92, "2019 vs. 2018")):
-        fig.text(x, 0.92, head, fontsize=10, ha="right")
-    fig.text(0.50, 0.90, "(in thousands, except fares and percentages)", fontsize=10, ha="center")
-    for i, (label, a, b, change) in enumerate(rows):
-        y = 0.87 - 0.025 * i
-        fig.text(0.08, y, label, fontsize=10)
-        for x, value in ((0.62, a), (0.76, b), (0.92, change)):
-            fig.text(x, y, value, fontsize=10, ha="right")
+    rows = [(0.08, "Ferry crossings (1)", ("74,762", "57,391", "30 %")),
+            (0.08, "Average fare per crossing", ("$ 8.15", "$ 8.20", "(1)%")),
+            (0.08, "Ticket revenue", ("$ 6,779,511", "$ 5,504,656", "23 %"))]  # fmt: skip
+    texts = [(0.08, 0.95, "The following represents our consolidated performance highlights:", "left", 10),
+             (0.62, 0.92, "2019", "right", 10), (0.76, 0.92, "2018", "right", 10),
+             (0.92, 0.92, "2019 vs. 2018", "right", 10),
+             (0.50, 0.90, "(in thousands, except fares and percentages)", "center", 10)]  # fmt: skip
+    fig = statement_figure(texts, rows, (0.62, 0.76, 0.92), top=0.87, step=0.025)
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -98,20 +107,12 @@ def write_balance_pdf(path: Path) -> Path:
     and a row back at the heading's indent after them."""
     import matplotlib.pyplot as plt
 
-    fig = plt.figure(figsize=(8.5, 11))
-    fig.text(0.5, 0.95, "CONSOLIDATED BALANCE SHEETS", fontsize=10, ha="center")
-    fig.text(0.80, 0.92, "December 31,", fontsize=10, ha="center")
-    fig.text(0.72, 0.90, "2018", fontsize=10, ha="right")
-    fig.text(0.90, 0.90, "2019", fontsize=10, ha="right")
-    fig.text(0.35, 0.88, "ASSETS", fontsize=10, ha="center")
-    fig.text(0.05, 0.86, "Current assets:", fontsize=10)
-    rows = [(0.08, "Cash and cash equivalents ........", "1,204", "1,388"), (0.08, "Fuel inventories", "88", "97"),
-            (0.12, "Total current assets", "1,292", "1,485"), (0.05, "Ships, net", "4,310", "4,552")]  # fmt: skip
-    for i, (x, label, a, b) in enumerate(rows):
-        y = 0.84 - 0.02 * i
-        fig.text(x, y, label, fontsize=10)
-        fig.text(0.72, y, a, fontsize=10, ha="right")
-        fig.text(0.90, y, b, fontsize=10, ha="right")
+    texts = [(0.5, 0.95, "CONSOLIDATED BALANCE SHEETS", "center", 10), (0.80, 0.92, "December 31,", "center", 10),
+             (0.72, 0.90, "2018", "right", 10), (0.90, 0.90, "2019", "right", 10),
+             (0.35, 0.88, "ASSETS", "center", 10), (0.05, 0.86, "Current assets:", "left", 10)]  # fmt: skip
+    rows = [(0.08, "Cash and cash equivalents ........", ("1,204", "1,388")), (0.08, "Fuel inventories", ("88", "97")),
+            (0.12, "Total current assets", ("1,292", "1,485")), (0.05, "Ships, net", ("4,310", "4,552"))]  # fmt: skip
+    fig = statement_figure(texts, rows, (0.72, 0.90), top=0.84, step=0.02)
     fig.savefig(path)
     plt.close(fig)
     return path
