@@ -126,3 +126,99 @@ def test_the_answer_path_reads_the_top_document_s_parts_from_the_open_index(art_
     result = retrieve(art_index, "How many figures does the article about The Blue Harbour have?")
     assert result.parts == []  # asked, but none labelled: the reader reads the evidence as before
     assert retrieve(art_index, "Who painted The Blue Harbour?").parts == []
+
+
+# -- counting a list's items: "How many steps are needed to replace the filter?" ---------------------------------
+
+
+def _kettle(tmp_path: Path) -> pl.DataFrame:
+    """The kettle manual of test_enumerations as the build chunks it: small chunks, so its lists run over two."""
+    from tests.test_enumerations import KETTLE
+
+    path = write_pdf(tmp_path / "kettle.pdf", KETTLE)
+    doc, _ = read_pdf(path.read_bytes(), "kettle.pdf", Limits())
+    documents = schemas.frame(
+        [{"doc_id": "k1", "partition": "p", "source_path": "kettle.pdf", "record_key": "", "kind": "pdf",
+          "title": "Kettle manual", "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(KETTLE),
+          "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    return chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=20)
+
+
+class _ChunksOnly:
+    """An open index as ``document_lists`` reads it: its chunks (derived data is kept per object)."""
+
+    def __init__(self, chunks: pl.DataFrame):
+        self.chunks = chunks
+
+
+def test_a_how_many_question_is_answered_by_the_list_whose_heading_it_names(tmp_path: Path):
+    from mmkg.enumerations import document_lines, enumerations
+    from mmkg.generation.counting import LIST_CONFIDENCE, LIST_MATCH, asks_items, count_items
+
+    chunks = _kettle(tmp_path)
+    lists = enumerations(document_lines(chunks.sort("chunk_index").select("page", "text").iter_rows()))
+    assert asks_items("How many steps are needed to replace the filter?")
+    assert not asks_items("How many appendices does the plan have?")  # a count of labelled parts
+    assert not asks_items("What is the capacity of the kettle?")
+    n, confidence, chosen, share = count_items("How many steps are needed to replace the filter?", lists)
+    assert (n, chosen.heading) == (3, "To replace the filter:") and share >= LIST_MATCH
+    assert confidence == round(share * LIST_CONFIDENCE, 3)
+    assert count_items("How many steps does it take to descale the kettle?", lists)[0] == 4
+    assert count_items("How many watts does the kettle draw?", lists) is None  # "kettle" alone: too little
+    # two lists that fit as well and count differently: the first (the evidence's best) at half the confidence
+    twin = [e for e in lists if e.heading == "To descale the kettle:"][0]
+    other = type(twin)("numbered", ("a", "b"), (9,), twin.heading, twin.context)
+    _, halved, first, _ = count_items("How many steps does it take to descale the kettle?", [twin, other])
+    _, whole, _, _ = count_items("How many steps does it take to descale the kettle?", [twin])
+    assert first is twin and halved == pytest.approx(whole / 2, abs=1e-3)
+
+
+def test_the_reader_counts_a_list_that_runs_over_two_chunks_and_cites_its_heading(tmp_path: Path):
+    from mmkg.retrieval.document_lists import document_lists, evidence_lists
+    from mmkg.retrieval.results import RetrievedChunk
+
+    chunks = _kettle(tmp_path)
+    assert chunks.filter(pl.col("text").str.contains("To descale")).height == 1
+    assert chunks.filter(pl.col("text").str.contains("Rinse it twice")).height == 1  # step 4, in another chunk
+    index = _ChunksOnly(chunks)
+    lists = document_lists(index, "k1")
+    assert document_lists(index, "k1") is lists  # derived once per open index
+    # the evidence: the chunk with step 4 first, then the heading's chunk
+    shown = chunks.sort(pl.col("text").str.contains("Rinse it twice"), descending=True)
+    shown = shown.filter(pl.col("text").str.contains("Rinse it twice|To descale"))
+    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="k1",
+                         title="Kettle manual", source_path="kettle.pdf", page=r["page"], chunk_index=r["chunk_index"])
+                for i, r in enumerate(shown.iter_rows(named=True))]  # fmt: skip
+    hits = [RetrievedChunk(e.label, e.chunk_id, "k1", "p", "Kettle manual", "kettle.pdf", e.page, e.text, 1 - e.label / 10)
+            for e in evidence]  # fmt: skip
+    result = RetrievalResult("v", "mg2", "default", "q", None, hits)
+    result.lists = evidence_lists(index, result)
+    # lists on the evidence's pages (2, then 1), by the best rank of their pages: the filter's list is on page 2 only
+    assert [e.heading for e in result.lists] == ["To descale the kettle:", "To replace the filter:"]
+    ans = Reader().read(analyze("How many steps are needed to descale the kettle?"), result, evidence)
+    assert (ans.text, ans.method, ans.abstained) == ("4", "list", False), ans.reason
+    assert "'To descale the kettle:' (pp. 1-2) sets out 4 item(s)" in ans.reason
+    assert [s.sentence[s.start : s.end] for s in ans.support][:1] == ["To descale the kettle:"]
+    # a count no list's heading names is read off the sentences as before
+    assert Reader().read(analyze("How many litres does the kettle hold?"), result, evidence).method != "list"
+
+
+def test_the_answer_path_attaches_the_evidence_s_lists_to_a_how_many_question(art_index, monkeypatch):
+    import importlib
+
+    from mmkg.generation.answer import retrieve
+
+    answer_path = importlib.import_module("mmkg.generation.answer")
+    asked: list[str] = []
+
+    def lists_of(index, result):
+        asked.append(result.query_text)
+        return []  # the art corpus sets out no list
+
+    monkeypatch.setattr(answer_path, "evidence_lists", lists_of)
+    assert retrieve(art_index, "How many paintings did Margit Holm make?").lists == []
+    retrieve(art_index, "Who painted The Blue Harbour?")
+    retrieve(art_index, "How many appendices does The Blue Harbour have?")  # a count of parts: no lists
+    assert asked == ["How many paintings did Margit Holm make?"]

@@ -24,11 +24,12 @@ import polars as pl
 
 from mmkg.generation.base import Evidence, Generation, GenerationRequest, Generator, approx_tokens
 from mmkg.generation.context import Context, build_context, citation_markers, cited_labels, strip_citations
-from mmkg.generation.counting import asked_parts
+from mmkg.generation.counting import asked_parts, asks_items
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
 from mmkg.retrieval import engine as retrieval
+from mmkg.retrieval.document_lists import evidence_lists
 from mmkg.retrieval.document_parts import document_parts
 from mmkg.retrieval.results import RetrievalResult
 
@@ -131,7 +132,7 @@ def hints(reading: ShortAnswer) -> str:
     for step in reading.path:
         cite = f" [{step.label}]" if step.label else ""
         lines.append(f"Path: {step.subject} -> {step.predicate} -> {step.object}{cite}")
-    if reading.method == "parts":  # a count over the whole document, which the evidence shows only in part
+    if reading.method in ("parts", "list"):  # a count the evidence shows only in part
         lines.append(f"Count: {reading.guess or reading.text} ({reading.reason})")
     if reading.abstained:
         lines.append("The evidence may not answer the question; say so if it does not.")
@@ -197,13 +198,16 @@ def retrieve(
     **params: Any,
 ) -> RetrievalResult:
     """The evidence an answer is read from (``_gather``), with the build's entity spans of each chunk attached
-    where the index keeps them, so the reader runs no NER over those chunks."""
+    where the index keeps them, so the reader runs no NER over those chunks; a question that counts gets the top
+    document's labelled parts of the kind it counts, or else the lists on the evidence's pages."""
     result = _gather(index, question, image, k, strategy, filters, per_option, params)
     _attach_mentions(index, result)  # the chunks the options and the bridge added
     counted = asked_parts(question)
     if counted is not None and result.chunks:  # "How many appendices ...": the top document's parts, to count
         rows = document_parts(index, result.chunks[0].doc_id).filter(pl.col("kind") == counted[0])
         result.parts = rows.to_dicts()
+    elif asks_items(question) and result.chunks:  # "How many steps ...": the lists the evidence's pages set out
+        result.lists = evidence_lists(index, result)
     return result
 
 

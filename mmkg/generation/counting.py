@@ -13,14 +13,23 @@ label), or, when the question asks what is *mentioned* or *referred to*, every l
 
 The confidence says whether the labels run without a gap from the first (1, or A): "Appendix A ... E" all
 defined is likely the whole set; "Figure 2, 5, 9" says some were missed.
+
+Counting a list's items: "How many steps are required to replace the grille?" Any other "how many" question may
+be answered by the length of a list the document sets out (``mmkg.enumerations``: "To replace the grille: 1. ...
+2. ... 3. ..."). ``count_items`` takes the list whose heading (and the line above it) holds the largest share of
+the question's content words, at least ``LIST_MATCH`` of them, among the lists on the evidence's pages; its
+confidence is that share, scaled by ``LIST_CONFIDENCE``, and halved when another list that matches as well
+counts differently.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mmkg.enumerations import Enumeration
+from mmkg.generation.extractive import content_words
 from mmkg.parts import KINDS, mentions
 
 #: confidence of a count whose labels run 1..n (or A..) without a gap, and of one with gaps (below the reader's
@@ -72,3 +81,41 @@ def count_parts(kind: str, mentioned: bool, parts: Iterable[Mapping[str, Any]]) 
     orders = [o for p in rows if (o := _order(str(p["label"]))) is not None]
     complete = bool(rows) and len(orders) == len(rows) and orders == list(range(1, len(rows) + 1))
     return len(rows), (COMPLETE if complete else GAPPED) if rows else 0.0, rows
+
+
+#: the share of a question's content words a list's heading must hold for its length to answer "how many"
+LIST_MATCH = 0.5
+#: a list answer's confidence per unit of that share (a heading holding every word: 0.7)
+LIST_CONFIDENCE = 0.7
+_ASKS_COUNT = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+
+
+def asks_items(question: str) -> bool:
+    """Whether ``question`` asks how many of something, other than a count of labelled parts."""
+    return bool(_ASKS_COUNT.search(question)) and asked_parts(question) is None
+
+
+def count_items(question: str, lists: Sequence[Enumeration]) -> tuple[int, float, Enumeration, float] | None:
+    """``(count, confidence, the list counted, its heading's share of the question's words)`` of the list that
+    best answers a "how many" question, or None when no list's heading holds ``LIST_MATCH`` of its words.
+    ``lists`` come best first (the evidence's order): of lists that match equally, the first is taken."""
+    asked = content_words(_ASKS_COUNT.sub(" ", question))
+    if not asked:
+        return None
+    best: tuple[float, Enumeration] | None = None
+    rivals: list[Enumeration] = []
+    for e in lists:
+        share = len(asked & content_words(f"{e.heading} {e.context}")) / len(asked)
+        if share < LIST_MATCH:
+            continue
+        if best is None or share > best[0]:
+            best, rivals = (share, e), []
+        elif share == best[0]:
+            rivals.append(e)
+    if best is None:
+        return None
+    share, chosen = best
+    confidence = share * LIST_CONFIDENCE
+    if any(len(r.items) != len(chosen.items) for r in rivals):
+        confidence /= 2  # another list fits the question as well and counts differently
+    return len(chosen.items), round(confidence, 3), chosen, share

@@ -56,7 +56,7 @@ from rapidfuzz.distance import Levenshtein
 
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
-from mmkg.generation.counting import COMPLETE, asked_parts, count_parts
+from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
@@ -182,7 +182,7 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -588,8 +588,11 @@ class Reader:
                                reason="no evidence was retrieved")  # fmt: skip
         offsets = {(s.label, s.text): s for s in sentences}
         counted = asked_parts(q.text) if result is not None and result.parts else None
+        listed = self._listed(q, result, sentences) if result is not None and result.lists else None
         if counted is not None and (parts := self._parts(q, counted, result, sentences)) is not None:
             ans = parts
+        elif listed is not None:
+            ans = listed
         elif q.answer_type == "choice" and q.options:
             ans = self._choice(q, sentences, result)
         elif q.answer_type == "yes_no":
@@ -617,7 +620,7 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
-        if ans.method in ("span", "arithmetic", "parts") and not ans.abstained:
+        if ans.method in ("span", "arithmetic", "parts", "list") and not ans.abstained:
             # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
             files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
             absent = absent_names(q, sentences, files)
@@ -625,7 +628,8 @@ class Reader:
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
                 ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
                              f"(best guess {ans.guess!r})"
-        if not ans.abstained and ans.method in ("span", "arithmetic", "parts") and ans.confidence < self.min_confidence:
+        if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list") and \
+                ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
                           f"(best guess {ans.guess!r})")  # fmt: skip
@@ -658,6 +662,28 @@ class Reader:
         doc = f"the document {title!r}" if title else "the document"
         return ShortAnswer(str(n), q.answer_type, confidence, method="parts", support=support[:3],
                            reason=f"{doc} {what} {n} {kind} label(s): {listed}{gaps}")  # fmt: skip
+
+    @staticmethod
+    def _listed(q: QuestionAnalysis, result: RetrievalResult, sentences: Sequence[_Sentence]) -> ShortAnswer | None:
+        """How many items the list that best fits a "how many" question sets out (``counting.count_items``), with
+        the evidence sentences that show its heading and items as support. None when no list's heading fits."""
+        if not asks_items(q.text):
+            return None
+        got = count_items(q.text, result.lists)
+        if got is None:
+            return None
+        n, confidence, chosen, share = got
+        support = []
+        for line in (chosen.heading, *chosen.items):
+            s = next((s for s in sentences if line and line in s.text), None)
+            if s is not None and all(sp.sentence != s.text for sp in support):
+                at = s.text.index(line)
+                support.append(Support(s.label, s.text, at, at + len(line), s.chunk_id, s.offset))
+        pages = f"p. {chosen.pages[0]}" if len(chosen.pages) == 1 else \
+            f"pp. {chosen.pages[0]}-{chosen.pages[-1]}" if chosen.pages else "the document"
+        return ShortAnswer(str(n), q.answer_type, confidence, method="list", support=support[:3],
+                           reason=f"the {chosen.style} list under {chosen.heading!r} ({pages}) sets out {n} item(s), "
+                                  f"and its heading holds {share:.0%} of the question's words")  # fmt: skip
 
     def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> tuple[float, list[str]]:
         """The share of the question's own words (relation words and the words of its names) that the evidence

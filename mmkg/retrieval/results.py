@@ -145,6 +145,9 @@ class RetrievalResult:
     # a question that counts a document's labelled parts: the top document's parts of the kind it counts
     # (mmkg.parts.PARTS rows; generation.answer.retrieve fills it, strategies leave it empty)
     parts: list[dict[str, Any]] = field(default_factory=list)
+    # a question that asks how many of something: the top document's numbered and bulleted lists on the evidence's
+    # pages, best first (mmkg.enumerations.Enumeration; generation.answer.retrieve fills it)
+    lists: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,140 @@
+"""A document's enumerations: numbered steps and bulleted lists, each with the heading line that introduces it.
+
+Manuals, guidebooks and syllabi say much of what they say as lists: "To replace the grille: 1. Line up the tabs.
+2. Push firmly. 3. Close the doors.", "Quality levels 1 ... 7", "SWBAT TO ANSWER THESE LEARNING OUTCOMES: • ...".
+A question such as "How many steps are required to replace the grille?" is answered by the list's length, which
+no sentence states. ``enumerations`` finds them in a document's lines (its chunks in order, so a list that runs
+on over a chunk or a page boundary stays one list):
+
+- **numbered**: lines that open with 1, 2, 3, ... in order ("1.", "1)", "1 " or "Step 1"), starting at 1;
+  up to ``MAX_GAP`` lines of an item's own text may fall between two numbers, and the list ends at the first
+  line after that gap or at a new "1";
+- **bulleted**: lines that open with a bullet glyph ("•", "●", "▪", "-", the private-use glyphs of the Symbol
+  and Wingdings fonts, and the "l" that Wingdings' bullet becomes when a PDF maps it to text), with at most
+  ``MAX_BULLET_GAP`` continuation lines between two bullets.
+
+Each list keeps the line right before its first item (its heading: "To replace the grille:") and the line before
+that (often the section title: "Removing the base grille"). Hand-written: list markers are lines of the text every
+reader (PDF, OCR, Markdown) already produces, and no maintained library finds lists in plain text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+MAX_GAP = 6  # lines of one numbered item's own text before the next number must come
+MAX_BULLET_GAP = 3  # continuation lines between two bullets of one list
+MIN_ITEMS = 2
+MAX_HEADING = 160  # characters of a heading line kept
+_NUMBERED = re.compile(r"^\s*(?:step\s+)?(\d{1,2})(?:[.)](?!\d)\s*|\s+)(?=\S)", re.IGNORECASE)
+# a glyph that is only ever a bullet may touch its text; "-", "*", "–" and Wingdings' "l" need a space after
+_LONE = re.compile(r"^\s*(?:(?:step\s+)?\d{1,2}[.)]|[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc])\s*$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]\s*|[*–-]\s+|l\s+)(?=\S)")
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    """One list: its items as written (first line of each), the pages it spans, its heading and the line above."""
+
+    style: str  # "numbered" or "bulleted"
+    items: tuple[str, ...]
+    pages: tuple[int, ...]  # the pages of its items, in order, without repeats (empty where pages are unknown)
+    heading: str  # the line right before the first item ("" at the start of the document)
+    context: str  # the line before the heading: often the section's title
+
+    @property
+    def page(self) -> int | None:
+        """The page of the first item."""
+        return self.pages[0] if self.pages else None
+
+
+def _pages(lines: Sequence[tuple[int | None, str]], at: Iterable[int]) -> tuple[int, ...]:
+    out: list[int] = []
+    for i in at:
+        page = lines[i][0]
+        if page is not None and page not in out:
+            out.append(page)
+    return tuple(out)
+
+
+def _make(style: str, lines: Sequence[tuple[int | None, str]], items: list[int]) -> Enumeration:
+    first = items[0]
+    heading = lines[first - 1][1] if first >= 1 else ""
+    context = lines[first - 2][1] if first >= 2 else ""
+    marker = _NUMBERED if style == "numbered" else _BULLET
+    texts = tuple(marker.sub("", lines[i][1], count=1).strip() for i in items)
+    return Enumeration(style, texts, _pages(lines, range(first, items[-1] + 1)), heading[:MAX_HEADING],
+                       context[:MAX_HEADING])  # fmt: skip
+
+
+def _numbered(lines: Sequence[tuple[int | None, str]]) -> list[Enumeration]:
+    found = []
+    for i, (_, line) in enumerate(lines):
+        m = _NUMBERED.match(line)
+        if m is None or int(m.group(1)) != 1:
+            continue
+        items, want, gap, j = [i], 2, 0, i + 1
+        while j < len(lines) and gap <= MAX_GAP:
+            n = _NUMBERED.match(lines[j][1])
+            number = int(n.group(1)) if n else None
+            if number == want:
+                items.append(j)
+                want, gap = want + 1, 0
+            elif number == 1:
+                break  # a new list starts
+            else:
+                gap += 1
+            j += 1
+        if len(items) >= MIN_ITEMS:
+            found.append(_make("numbered", lines, items))
+    return found
+
+
+def _bulleted(lines: Sequence[tuple[int | None, str]]) -> list[Enumeration]:
+    found, i = [], 0
+    while i < len(lines):
+        if not _BULLET.match(lines[i][1]):
+            i += 1
+            continue
+        items, gap, j = [i], 0, i + 1
+        while j < len(lines) and gap <= MAX_BULLET_GAP:
+            if _BULLET.match(lines[j][1]):
+                items.append(j)
+                gap = 0
+            else:
+                gap += 1
+            j += 1
+        if len(items) >= MIN_ITEMS:
+            found.append(_make("bulleted", lines, items))
+        i = items[-1] + 1
+    return found
+
+
+def _joined(lines: Sequence[tuple[int | None, str]]) -> list[tuple[int | None, str]]:
+    """Lines with a marker standing alone ("2." or "•" at the end of a chunk) joined to the line after it, unless
+    that line is a lone marker too. A bare number alone ("7") is no marker: a page number or a chart's axis."""
+    out: list[tuple[int | None, str]] = []
+    i = 0
+    while i < len(lines):
+        page, line = lines[i]
+        if _LONE.match(line) and i + 1 < len(lines) and not _LONE.match(lines[i + 1][1]):
+            out.append((page, f"{line} {lines[i + 1][1]}"))
+            i += 2
+            continue
+        out.append((page, line))
+        i += 1
+    return out
+
+
+def enumerations(lines: Sequence[tuple[int | None, str]]) -> list[Enumeration]:
+    """The numbered and bulleted lists of a document given as ``(page, line)`` pairs in reading order (blank
+    lines left out)."""
+    lines = _joined([(page, line.strip()) for page, line in lines if line and line.strip()])
+    return _numbered(lines) + _bulleted(lines)
+
+
+def document_lines(rows: Iterable[tuple[int | None, str | None]]) -> list[tuple[int | None, str]]:
+    """``(page, line)`` pairs of a document's chunks ``(page, text)`` in reading order, blank lines left out."""
+    return [(page, line.strip()) for page, text in rows for line in (text or "").split("\n") if line.strip()]

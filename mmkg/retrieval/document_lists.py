@@ -1,0 +1,45 @@
+"""A document's numbered and bulleted lists (``mmkg.enumerations``), read from the open index's chunks.
+
+A question that counts what a list sets out ("How many steps are required to replace the grille?") needs the
+lists of the document its evidence comes from, in reading order across chunk and page boundaries. They are
+derived from the open version's own chunks, once per document and open index (``mmkg.index.derived``), and
+``evidence_lists`` keeps those on the evidence's pages, best first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from mmkg.enumerations import Enumeration, document_lines, enumerations
+from mmkg.index.derived import derived
+
+if TYPE_CHECKING:
+    from mmkg.index.reader import Index
+    from mmkg.retrieval.results import RetrievalResult
+
+
+def document_lists(index: Index, doc_id: str) -> list[Enumeration]:
+    """The lists of one document of ``index`` in reading order (empty when it sets out none or is not there)."""
+    cache: dict[str, list[Enumeration]] = derived(index, "document_lists.rows", dict)
+    if doc_id not in cache:
+        chunks = index.chunks.filter(pl.col("doc_id") == doc_id)
+        order = next((c for c in ("chunk_index", "char_start") if c in chunks.columns), None)
+        rows = (chunks.sort(order) if order else chunks).select("page", "text").iter_rows()
+        cache[doc_id] = enumerations(document_lines(rows))
+    return cache[doc_id]
+
+
+def evidence_lists(index: Index, result: RetrievalResult) -> list[Enumeration]:
+    """The lists of the top document that run over a page its retrieved chunks come from, ordered by the best
+    rank of those pages."""
+    if not result.chunks:
+        return []
+    doc_id = result.chunks[0].doc_id
+    rank: dict[int, int] = {}
+    for c in result.chunks:
+        if c.doc_id == doc_id and c.page is not None:
+            rank.setdefault(c.page, len(rank))
+    found = [e for e in document_lists(index, doc_id) if any(p in rank for p in e.pages)]
+    return sorted(found, key=lambda e: min(rank.get(p, len(rank)) for p in e.pages))
