@@ -18,6 +18,7 @@ from mmkg.generation.quantities import (
     crowded,
     question_years,
     scale_note,
+    spelled_number,
     stated_scale,
     year_of,
 )
@@ -106,6 +107,16 @@ REPORT = (
 def test_the_reader_reads_the_year_asked_at_the_scale_asked(question: str, expected: str):
     ans = Reader(min_confidence=0.0).read(analyze(question), None, _evidence(*REPORT))
     assert ans.text == expected, ans.candidates[:4]
+
+
+def test_a_number_spelled_out_is_answered_in_digits():
+    assert [spelled_number(w) for w in ("ten", "Twenty-five", "ninety nine", "zero", "SIX")] == [10, 25, 99, 0, 6]
+    assert [spelled_number(w) for w in ("one hundred", "tenth", "twenty-ten", "")] == [None, None, None, None]
+    ev = _evidence("Nordline runs three ferries between the islands.", "Ten percent of its passengers are cyclists.")
+    ans = Reader(min_confidence=0.0).read(analyze("How many ferries does Nordline run?"), None, ev)
+    assert ans.text == "3", ans.candidates[:4]
+    ans = Reader(min_confidence=0.0).read(analyze("What percentage of Nordline's passengers are cyclists?"), None, ev)
+    assert ans.text == "10%", ans.candidates[:4]
 
 
 def test_the_day_of_a_date_is_no_quantity():

@@ -46,6 +46,24 @@ _ANY_YEAR = re.compile(r"1\d{3}|20\d{2}")
 _LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
 
 
+_UNIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+               "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]  # fmt: skip
+_TEN_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SPELLED = re.compile(rf"^({'|'.join(_TEN_WORDS)})(?:[\s-]+({'|'.join(_UNIT_WORDS[1:10])}))?$"
+                      rf"|^({'|'.join(_UNIT_WORDS)})$", re.IGNORECASE)  # fmt: skip
+
+
+def spelled_number(text: str) -> int | None:
+    """The value of a number spelled out in English from zero to ninety-nine ("ten" -> 10, "Twenty-five" -> 25),
+    or None. Hand-written: a 20-line table, where a package (word2number) would be one more dependency."""
+    m = _SPELLED.match(text.strip())
+    if m is None:
+        return None
+    if m.group(3):
+        return _UNIT_WORDS.index(m.group(3).lower())
+    return 20 + 10 * _TEN_WORDS.index(m.group(1).lower()) + (_UNIT_WORDS.index(m.group(2).lower()) if m.group(2) else 0)
+
+
 def asked_scale(question: str) -> float | None:
     """The scale the question asks its answer in ("Answer in millions" -> 1e6), or None."""
     m = _ASKED_SCALE.search(question)

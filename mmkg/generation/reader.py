@@ -59,7 +59,7 @@ from mmkg.generation.base import Evidence
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.phrases import focus_phrases, tags
-from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
+from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, spelled_number, stated_scale, year_of
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
     TYPE_ONLY,
@@ -1244,13 +1244,18 @@ def _same_place(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b[:4]) or b.startswith(a[:4]))
 
 
+_PERCENT_WORD = re.compile(r"\s+per\s*cent(?:age)?\s*$", re.IGNORECASE)
+
+
 def _clean_number(c: Candidate, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> str:
-    """A number candidate as an answer: no thousands commas or currency sign; a percentage keeps its % when one
-    is asked; at the scale and precision the question asks (``mmkg.generation.quantities``), from the
+    """A number candidate as an answer: in digits, no thousands commas or currency sign; a percentage keeps its %
+    when one is asked; at the scale and precision the question asks (``mmkg.generation.quantities``), from the
     candidate's own scale (``_candidate_scale``)."""
     m = _NUMBER.search(c.text)
-    if not m:
-        return c.text
+    if not m:  # "ten", "Twenty-five", "Ten percent": the value, as a number is written in an answer
+        words, percent = _PERCENT_WORD.subn("", c.text)
+        spelled = spelled_number(words)
+        return c.text if spelled is None else f"{spelled}{'%' if percent and not q.count else ''}"
     num = m.group(0).replace(",", "").replace("$", "")
     if q.count:
         return num.rstrip("%")
