@@ -168,7 +168,7 @@ def test_a_how_many_question_is_answered_by_the_list_whose_heading_it_names(tmp_
     assert count_items("How many steps does it take to descale the kettle?", lists)[0] == 4
     assert count_items("How many watts does the kettle draw?", lists) is None  # "kettle" alone: too little
     # two lists that fit as well and count differently: the first (the evidence's best) at half the confidence
-    twin = [e for e in lists if e.heading == "To descale the kettle:"][0]
+    twin = next(e for e in lists if e.heading == "To descale the kettle:")
     other = type(twin)("numbered", ("a", "b"), (9,), twin.heading, twin.context)
     _, halved, first, _ = count_items("How many steps does it take to descale the kettle?", [twin, other])
     _, whole, _, _ = count_items("How many steps does it take to descale the kettle?", [twin])
@@ -191,8 +191,8 @@ def test_the_reader_counts_a_list_that_runs_over_two_chunks_and_cites_its_headin
     evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="k1",
                          title="Kettle manual", source_path="kettle.pdf", page=r["page"], chunk_index=r["chunk_index"])
                 for i, r in enumerate(shown.iter_rows(named=True))]  # fmt: skip
-    hits = [RetrievedChunk(e.label, e.chunk_id, "k1", "p", "Kettle manual", "kettle.pdf", e.page, e.text, 1 - e.label / 10)
-            for e in evidence]  # fmt: skip
+    hits = [RetrievedChunk(e.label, e.chunk_id, "k1", "p", "Kettle manual", "kettle.pdf", e.page, e.text,
+                           1 - e.label / 10) for e in evidence]  # fmt: skip
     result = RetrievalResult("v", "mg2", "default", "q", None, hits)
     result.lists = evidence_lists(index, result)
     # lists on the evidence's pages (2, then 1), by the best rank of their pages: the filter's list is on page 2 only

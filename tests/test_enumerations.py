@@ -23,7 +23,7 @@ KETTLE = [
 def kettle_lines(tmp_path: Path) -> list[tuple[int | None, str]]:
     """The kettle manual as ``(page, line)`` pairs, through the real PDF reader."""
     doc, _ = read_pdf(write_pdf(tmp_path / "kettle.pdf", KETTLE).read_bytes(), "kettle.pdf", Limits())
-    starts = list(doc.page_starts) + [len(doc.text)]
+    starts = [*doc.page_starts, len(doc.text)]
     return document_lines((i + 1, doc.text[starts[i] : starts[i + 1]]) for i in range(len(KETTLE)))
 
 
