@@ -15,7 +15,7 @@ import polars as pl
 
 from mmkg import schemas
 from mmkg.ingest.base import Limits
-from mmkg.vision.page_text import ocr_pages
+from mmkg.vision.page_text import RENDER_ROLES, ocr_pages
 from resources import GroundingResource, StorageResource
 
 
@@ -30,9 +30,10 @@ def read_page_text(
     """``page_text`` rows and run metadata; the engine and cache are those ``ground_images`` uses. A page's
     table rows are added as a text-layer page's are, by the corpus's ``limits`` (``pdf_tables``, the render scale
     ingest used)."""
-    renders = images.filter(pl.col("role") == "page_render")
+    renders = images.filter(pl.col("role").is_in(RENDER_ROLES))
     if renders.is_empty():
-        return schemas.empty(schemas.PAGE_TEXT), {"page_renders": 0, "ocr_calls": 0, "ocr_failures": 0}
+        return schemas.empty(schemas.PAGE_TEXT), {"page_renders": 0, "drawing_renders": 0, "ocr_calls": 0,
+                                                  "ocr_failures": 0}  # fmt: skip
     ocr = grounding.ocr_grounder(storage.path)
     engine, cache = ocr.engine, ocr.cache
     failures: list[str] = []
@@ -42,7 +43,7 @@ def read_page_text(
         lines = engine.read_cached(image_id, path, cache)
         done[0] += 1
         if done[0] % 10 == 0 or done[0] == renders.height:
-            log.info(f"OCR page text {done[0]}/{renders.height} page renders ({engine.calls} read, rest cached)")
+            log.info(f"OCR page text {done[0]}/{renders.height} renders ({engine.calls} read, rest cached)")
         return lines
 
     def failed(img: dict, exc: Exception) -> None:
@@ -54,7 +55,8 @@ def read_page_text(
     pages = ocr_pages(documents, images, read, store.path_for, failed, tables=limits.pdf_tables,
                       scale=limits.page_render_scale)  # fmt: skip
     stats = {
-        "page_renders": renders.height,
+        "page_renders": renders.filter(pl.col("role") == "page_render").height,
+        "drawing_renders": renders.filter(pl.col("role") == "drawing_render").height,  # pages with a text layer
         "pages_with_text": pages.height,
         "ocr_calls": engine.calls,  # 0 on a re-run: every render came from the cache
         "ocr_failures": len(failures),

@@ -416,7 +416,7 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "occurrence": "n-th image of the document",
         "page": "1-based page for PDFs, null otherwise",
         "char_offset": "where in the document text the image sits; null when unknown",
-        "role": "embedded | linked | standalone | page_render | video_frame",
+        "role": "embedded | linked | standalone | page_render | drawing_render | video_frame",
         "source": "file path (and object index for PDFs) the image came from",
         "alt_text": "alternative text or caption the document gives the image",
         "blob_path": "where the bytes are stored, relative to the data root",

@@ -98,6 +98,13 @@ class Settings(BaseSettings):
         default=True,
         description="Add each PDF page's table rows, with their column headers and caption, after the page text.",
     )
+    min_outlined_glyphs: int = Field(
+        default=20,
+        ge=0,
+        description="A PDF page with a text layer whose drawings hold this many glyph-shaped paths (a chart or a "
+        "diagram with its labels drawn as outlines) is rendered without its text and OCRed, its lines added after "
+        "the page's text (mmkg/ingest/pdf_drawings.py); 0 turns it off.",
+    )
     max_images_per_document: int = Field(
         default=2_000, ge=0, description="Pictures after this many in a document are skipped."
     )

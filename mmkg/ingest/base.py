@@ -20,6 +20,9 @@ class Limits:
     page_render_scale: float = 2.0  # ~144 dpi renders for PDF pages without a text layer
     min_page_chars: int = 20  # a PDF page with less text than this is rendered as an image
     pdf_tables: bool = True  # a PDF page's tables, one row per line with its headers, follow its text (pdf_tables.py)
+    # a PDF page with a text layer whose drawings hold this many glyph-shaped paths (a chart or a diagram with its
+    # labels as outlines) is rendered without its text for OCR (pdf_drawings.py); 0 turns it off
+    min_outlined_glyphs: int = 20
     # time-based media (mmkg.ingest.media)
     max_media_seconds: float = 4 * 3600.0  # longer video or audio files are rejected
     frame_interval_s: float = 10.0  # a video frame at least this often ...
@@ -44,7 +47,7 @@ class ImageRef:
 
     data: bytes | None  # raw bytes (files, PDF streams) or None when ``pil`` is given
     source: str
-    role: str  # embedded | linked | standalone | page_render | video_frame
+    role: str  # embedded | linked | standalone | page_render | drawing_render | video_frame
     char_offset: int | None = None
     page: int | None = None
     alt_text: str = ""

@@ -1,4 +1,4 @@
-"""PDF reader (pypdfium2): one text unit per page, embedded images, renders of image-only pages.
+"""PDF reader (pypdfium2): one text unit per page, embedded images, renders of image-only pages and of drawings.
 
 The page's tables (``mmkg.ingest.pdf_tables``, over pdfplumber) follow its text, one row per paragraph with
 its column headers, row label and caption ("Net income | 2015: $122,641 | 2014: $266,799"), so retrieval
@@ -8,7 +8,9 @@ text where pdfium put them; ``Limits.pdf_tables`` turns the rows off.
 Pages keep their 1-based number through ``page_starts``. An embedded image is placed at the text
 offset of the nearest character on its page, so it attaches to the chunk it sits next to. A page
 with (almost) no text layer, such as a scanned page or a slide exported as a picture, is rendered
-whole so that OCR and image encoders downstream can still read it.
+whole so that OCR and image encoders downstream can still read it; a page whose charts or diagrams draw
+their labels as outlines is rendered without its text objects (``mmkg.ingest.pdf_drawings``), for OCR to
+read what its text layer lacks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument
+from mmkg.ingest.pdf_drawings import outlined_glyphs, render_drawing
 from mmkg.ingest.pdf_tables import page_tables, render
 
 TABLE_BREAK = "\n\n"  # between a page's text and its table rows, and between rows: each row is a paragraph
@@ -157,6 +160,12 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             elif len(text) < limits.min_page_chars:
                 pil = page.render(scale=limits.page_render_scale).to_pil()
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
+            elif limits.min_outlined_glyphs and len(images) < limits.max_images_per_document and \
+                    outlined_glyphs(page) >= limits.min_outlined_glyphs:  # fmt: skip
+                textpage.close()  # the render takes the page's text objects out
+                pil = render_drawing(page, limits.page_render_scale)
+                images.append(ImageRef(None, f"{rel}#page={page_no}&drawing", "drawing_render", offset, page_no,
+                                       pil=pil))  # fmt: skip
             rows = _table_rows(plumber, index, rel, rejections) if plumber is not None and text else []
             if rows:
                 text = TABLE_BREAK.join([text, *rows])

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 PAGE_BREAK = "\n\n"
 SOURCE_OCR = "ocr"
+#: the images OCR reads as page text: renders of image-only pages, and of drawings whose labels are outlines
+#: (a page with a text layer: its OCR text follows that page's own, ``mmkg.ingest.pdf_drawings``)
+RENDER_ROLES = ("page_render", "drawing_render")
 
 # reading order: a gap between columns must be this many median line heights wide to split them
 COLUMN_GAP = 1.5
@@ -187,15 +190,16 @@ def ocr_pages(
     tables: bool = True,
     scale: float = Limits.page_render_scale,
 ) -> pl.DataFrame:
-    """``PAGE_TEXT`` rows: the OCR text of every rendered (image-only) PDF page, in reading order, then the rows
-    of its tables with their headers (``tables``; the renders were made at ``scale`` pixels per point).
+    """``PAGE_TEXT`` rows: the OCR text of every rendered PDF page (image-only, or a drawing's render), in reading
+    order, then the rows of its tables with their headers (``tables``; the renders were made at ``scale`` pixels
+    per point).
 
     ``read(image_id, path)`` returns OCR lines (use ``OcrEngine.read_cached`` with the shared cache);
     ``path_for(blob_path)`` maps a stored blob to its file. A page whose render cannot be read is
     reported to ``failed`` (or raised when none is given) and left out; a page with no legible text
     gets no row.
     """
-    renders = images.filter(pl.col("role") == "page_render").sort("doc_id", "page", "occurrence")
+    renders = images.filter(pl.col("role").is_in(RENDER_ROLES)).sort("doc_id", "page", "occurrence")
     lengths = dict(documents.select("doc_id", pl.col("text").str.len_chars()).iter_rows())
     rows: list[dict] = []
     ends: dict[str, int] = {}
