@@ -18,12 +18,12 @@ from mmkg.generation.quantities import (
     crowded,
     question_years,
     scale_note,
-    spelled_number,
     stated_scale,
     year_of,
 )
 from mmkg.generation.question import analyze, split_instructions
 from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.numerals import spelled_number
 
 
 @pytest.mark.parametrize(

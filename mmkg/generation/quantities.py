@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from mmkg.numerals import spelled_number
+
 SCALES = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "mn": 1e6, "billion": 1e9,
           "billions": 1e9, "bn": 1e9, "trillion": 1e12, "trillions": 1e12}  # fmt: skip
 _SCALE_WORD = r"(thousands?|millions?|billions?|trillions?)"
@@ -28,7 +30,6 @@ _ASKED_SCALE = re.compile(
     + r"|\(\s*in\s+" + _SCALE_WORD + r"\s*\)|\bin\s+" + _SCALE_WORD + r"\s+of\s+(?:dollars|usd|euros)",
     re.IGNORECASE,
 )  # fmt: skip
-_NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _DECIMALS = re.compile(r"\b(one|two|three|four|five|six|\d)\s+decimals?(?:\s+places?|\s+points?)?\b", re.IGNORECASE)
 # the scale word written after a number: "$3.0 billion", "714.3 million", "$2bn"
 _SCALE_AFTER = re.compile(r"^\s*(thousands?|millions?|billions?|trillions?|bn|mn)\b", re.IGNORECASE)
@@ -46,24 +47,6 @@ _ANY_YEAR = re.compile(r"1\d{3}|20\d{2}")
 _LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
 
 
-_UNIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-               "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]  # fmt: skip
-_TEN_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-_SPELLED = re.compile(rf"^({'|'.join(_TEN_WORDS)})(?:[\s-]+({'|'.join(_UNIT_WORDS[1:10])}))?$"
-                      rf"|^({'|'.join(_UNIT_WORDS)})$", re.IGNORECASE)  # fmt: skip
-
-
-def spelled_number(text: str) -> int | None:
-    """The value of a number spelled out in English from zero to ninety-nine ("ten" -> 10, "Twenty-five" -> 25),
-    or None. Hand-written: a 20-line table, where a package (word2number) would be one more dependency."""
-    m = _SPELLED.match(text.strip())
-    if m is None:
-        return None
-    if m.group(3):
-        return _UNIT_WORDS.index(m.group(3).lower())
-    return 20 + 10 * _TEN_WORDS.index(m.group(1).lower()) + (_UNIT_WORDS.index(m.group(2).lower()) if m.group(2) else 0)
-
-
 def asked_scale(question: str) -> float | None:
     """The scale the question asks its answer in ("Answer in millions" -> 1e6), or None."""
     m = _ASKED_SCALE.search(question)
@@ -79,7 +62,7 @@ def asked_decimals(question: str) -> int | None:
     if m is None:
         return None
     word = m.group(1).lower()
-    return _NUMBER_WORDS.get(word, int(word) if word.isdigit() else 0)
+    return int(word) if word.isdigit() else spelled_number(word) or 0
 
 
 def stated_scale(text: str, end: int, note: float | None = None) -> float | None:

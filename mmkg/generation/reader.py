@@ -59,7 +59,7 @@ from mmkg.generation.base import Evidence
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.phrases import focus_phrases, tags
-from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, spelled_number, stated_scale, year_of
+from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
     TYPE_ONLY,
@@ -69,6 +69,7 @@ from mmkg.generation.question import (
     labels_for,
     stem,
 )
+from mmkg.numerals import spelled_number
 from mmkg.parts import PART, kind_of
 from mmkg.retrieval.results import RetrievalResult
 

@@ -32,17 +32,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from mmkg import numerals
 from mmkg.index.derived import derived
 from mmkg.parts import mentions
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
 
-_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
-_NUMBER_WORDS = {w: i for i, w in enumerate(f"{_WORDS} seventeen eighteen nineteen twenty".split())}
 _NTH = "zeroth first second third fourth fifth sixth seventh eighth ninth tenth"
 _ORDINALS = {w: i for i, w in enumerate(_NTH.split()) if i}
-_NUM = r"(\d{1,4}|" + "|".join(_NUMBER_WORDS) + r")"
+_NUM = rf"(\d{{1,4}}|{numerals.WORD})"
 # "page 5", "p. 5", "pp. 3-4", "pages 3 and 4", "slide 2", "page two"
 _PAGE_NUM = re.compile(rf"\b(?:pages?|pp?\.|slides?)\s*{_NUM}((?:\s*(?:,|and|&|-|–|to)\s*{_NUM})*)\b", re.IGNORECASE)
 _MORE_NUMS = re.compile(_NUM, re.IGNORECASE)
@@ -84,7 +83,7 @@ def _number(token: str) -> int | None:
     token = token.lower()
     if token.isdigit():
         return int(token)
-    return _NUMBER_WORDS.get(token)
+    return numerals.spelled_number(token)
 
 
 def _ordinal(token: str) -> PageRef | None:
