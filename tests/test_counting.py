@@ -201,6 +201,9 @@ def test_the_reader_counts_a_list_that_runs_over_two_chunks_and_cites_its_headin
     assert (ans.text, ans.method, ans.abstained) == ("4", "list", False), ans.reason
     assert "'To descale the kettle:' (pp. 1-2) sets out 4 item(s)" in ans.reason
     assert [s.sentence[s.start : s.end] for s in ans.support][:1] == ["To descale the kettle:"]
+    from mmkg.generation.answer import hints
+
+    assert "Count: 4 (the numbered list under" in hints(ans)  # a model's prompt carries the count
     # a count no list's heading names is read off the sentences as before
     assert Reader().read(analyze("How many litres does the kettle hold?"), result, evidence).method != "list"
 

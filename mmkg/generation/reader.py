@@ -106,7 +106,7 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
-_HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
+_HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+|(?: [A-Z][\w'’]+(?:-[A-Z][\w'’]+)+)+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
@@ -418,7 +418,7 @@ class Reader:
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
                 spans += [(m.group(1), "PLACE", m.start(1), m.end(1)) for m in _PLACE_AFTER.finditer(s.text)
                           if m.start(1) not in covered]  # fmt: skip
-            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen
+            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen, or before the surname
                 spans = [(s.text[a : a + len(t) + len(m.group(0))], lab, a, b + len(m.group(0)))
                          if (m := _HYPHEN_NAME.match(s.text[b:])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
