@@ -161,7 +161,7 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                 pil = page.render(scale=limits.page_render_scale).to_pil()
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
             elif limits.min_outlined_glyphs and len(images) < limits.max_images_per_document and \
-                    outlined_glyphs(page) >= limits.min_outlined_glyphs:  # fmt: skip
+                    outlined_glyphs(page, limits.min_outlined_glyphs) >= limits.min_outlined_glyphs:  # fmt: skip
                 textpage.close()  # the render takes the page's text objects out
                 pil = render_drawing(page, limits.page_render_scale)
                 images.append(ImageRef(None, f"{rel}#page={page_no}&drawing", "drawing_render", offset, page_no,

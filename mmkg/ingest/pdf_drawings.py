@@ -32,8 +32,9 @@ GLYPH_MIN_SEGMENTS = 10  # path segments of a glyph's outline (a rectangle has 4
 _DEPTH = 3  # form XObjects nested this deep are searched
 
 
-def outlined_glyphs(page: pdfium.PdfPage) -> int:
-    """How many path objects on ``page`` are shaped like glyphs (small, with the curves of a letter)."""
+def outlined_glyphs(page: pdfium.PdfPage, enough: int | None = None) -> int:
+    """How many path objects on ``page`` are shaped like glyphs (small, with the curves of a letter); the count
+    stops at ``enough`` when given (the threshold: no need to walk the rest of the page)."""
     n = 0
     for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=_DEPTH):
         left, bottom, right, top = obj.get_bounds()
@@ -41,6 +42,8 @@ def outlined_glyphs(page: pdfium.PdfPage) -> int:
             continue
         if pdfium_c.FPDFPath_CountSegments(obj.raw) >= GLYPH_MIN_SEGMENTS:
             n += 1
+            if enough is not None and n >= enough:
+                break
     return n
 
 
