@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mmkg.enumerations import Enumeration
+
 
 @dataclass(frozen=True)
 class SentenceHit:
@@ -147,7 +149,7 @@ class RetrievalResult:
     parts: list[dict[str, Any]] = field(default_factory=list)
     # a question that asks how many of something: the top document's numbered and bulleted lists on the evidence's
     # pages, best first (mmkg.enumerations.Enumeration; generation.answer.retrieve fills it)
-    lists: list[Any] = field(default_factory=list)
+    lists: list[Enumeration] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
