@@ -6,16 +6,18 @@ A question such as "How many steps are required to replace the grille?" is answe
 no sentence states. ``enumerations`` finds them in a document's lines (its chunks in order, so a list that runs
 on over a chunk or a page boundary stays one list):
 
-- **numbered**: lines that open with 1, 2, 3, ... in order ("1.", "1)", "1 " or "Step 1"), starting at 1;
+- **numbered**: lines that open with 1, 2, 3, ... in order ("1.", "1)", "1:", "1 " or "Step 1:"), starting at 1,
+  all in the style of the first (a list nested in an item, "1) red" under "1. Plug in.", is a list of its own);
   up to ``MAX_GAP`` lines of an item's own text may fall between two numbers, and the list ends at the first
-  line after that gap or at a new "1";
+  line after that gap or at a new "1" of its style;
 - **bulleted**: lines that open with a bullet glyph ("•", "●", "▪", "-", the private-use glyphs of the Symbol
   and Wingdings fonts, and the "l" that Wingdings' bullet becomes when a PDF maps it to text), with at most
   ``MAX_BULLET_GAP`` continuation lines between two bullets.
 
 Each list keeps the line right before its first item (its heading: "To replace the grille:") and the line before
-that (often the section title: "Removing the base grille"). Hand-written: list markers are lines of the text every
-reader (PDF, OCR, Markdown) already produces, and no maintained library finds lists in plain text.
+that (often the section title: "Removing the base grille"). Hand-written: list markers are lines of the text the PDF
+and OCR readers produce, and no maintained library finds lists in plain text. The Markdown reader renders a list's
+items without their markers, so Markdown lists are not found here.
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ MAX_GAP = 6  # lines of one numbered item's own text before the next number must
 MAX_BULLET_GAP = 3  # continuation lines between two bullets of one list
 MIN_ITEMS = 2
 MAX_HEADING = 160  # characters of a heading line kept
-_NUMBERED = re.compile(r"^\s*(?:step\s+)?(\d{1,2})(?:[.)](?!\d)\s*|\s+)(?=\S)", re.IGNORECASE)
-# a glyph that is only ever a bullet may touch its text; "-", "*", "–" and Wingdings' "l" need a space after
-_LONE = re.compile(r"^\s*(?:(?:step\s+)?\d{1,2}[.)]|[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc])\s*$", re.IGNORECASE)
-_BULLET = re.compile(r"^\s*(?:[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]\s*|[*–-]\s+|l\s+)(?=\S)")
+# "1. ", "1) ", "1: ", "1 " and "Step 1: ": the number and the marker's style (a list keeps one style, so "1) red"
+# under "1. Plug in." is a list of its own)
+_NUMBERED = re.compile(r"^\s*(?P<step>step\s+)?(?P<n>\d{1,2})(?:(?P<mark>[.):])(?!\d)\s*|\s+)(?=\S)", re.IGNORECASE)
+# a marker alone on its line ("2." at a chunk's end): it belongs to the line after it
+_LONE = re.compile(r"^\s*(?:(?:step\s+)?\d{1,2}[.):]|[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc])\s*$", re.IGNORECASE)
+# a glyph that is only ever a bullet may touch its text; "-", "*" and "–" need a space and a word after them (not
+# a page footer's "– 2 –"), and Wingdings' "l" a space and a capital ("l Wash", not "l 5 mm")
+_BULLET = re.compile(r"^\s*(?:[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]\s*(?=\S)|[*–-]\s+(?=[^\W\d_])|l\s+(?=[A-Z]))")
 
 
 @dataclass(frozen=True)
@@ -69,23 +75,29 @@ def _make(style: str, lines: Sequence[tuple[int | None, str]], items: list[int])
                        context[:MAX_HEADING])  # fmt: skip
 
 
+def _style(m: re.Match[str]) -> tuple[bool, str]:
+    """A numbered item's marker style: "Step" or not, and the mark after the number ("." ")" ":" or none)."""
+    return bool(m.group("step")), m.group("mark") or ""
+
+
 def _numbered(lines: Sequence[tuple[int | None, str]]) -> list[Enumeration]:
     found = []
     for i, (_, line) in enumerate(lines):
         m = _NUMBERED.match(line)
-        if m is None or int(m.group(1)) != 1:
+        if m is None or int(m.group("n")) != 1:
             continue
+        style = _style(m)
         items, want, gap, j = [i], 2, 0, i + 1
         while j < len(lines) and gap <= MAX_GAP:
             n = _NUMBERED.match(lines[j][1])
-            number = int(n.group(1)) if n else None
+            number = int(n.group("n")) if n is not None and _style(n) == style else None
             if number == want:
                 items.append(j)
                 want, gap = want + 1, 0
             elif number == 1:
-                break  # a new list starts
+                break  # a new list of the same style starts
             else:
-                gap += 1
+                gap += 1  # the item's own text, or a list nested in it ("1) red" under "1. Plug in.")
             j += 1
         if len(items) >= MIN_ITEMS:
             found.append(_make("numbered", lines, items))

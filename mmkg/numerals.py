@@ -15,6 +15,8 @@ UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
 TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 #: a number word, for patterns: the units and the tens, longest first so "seventeen" is not read as "seven"
 WORD = "|".join(sorted((*UNITS, *TENS), key=len, reverse=True))
+#: a number spelled as one token, for patterns: "thirty-two" before "thirty", then any number word
+SPELLED = rf"(?:{'|'.join(TENS)})-(?:{'|'.join(UNITS[1:10])})|{WORD}"
 _SPELLED = re.compile(rf"^({'|'.join(TENS)})(?:[\s-]+({'|'.join(UNITS[1:10])}))?$|^({'|'.join(UNITS)})$",
                       re.IGNORECASE)  # fmt: skip
 

@@ -39,7 +39,8 @@ class CorpusResource(ConfigurableResource):
     max_pages: int = Field(default=_S.max_pages, description="PDF pages read per file.")
     pdf_tables: bool = Field(default=_S.pdf_tables, description="Add PDF table rows with their headers to page text.")
     min_outlined_glyphs: int = Field(
-        default=_S.min_outlined_glyphs, description="OCR a PDF page's drawings with this many outlined glyphs (0: off)."
+        default=_S.min_outlined_glyphs, ge=0,
+        description="OCR a PDF page's drawings with this many outlined glyphs (0: off).",
     )
     max_images_per_document: int = Field(default=_S.max_images_per_document, description="Pictures kept per document.")
     max_file_seconds: float = Field(default=_S.max_file_seconds, description="Seconds spent reading one PDF or JSON.")

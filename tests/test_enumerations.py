@@ -62,3 +62,21 @@ def test_a_page_number_between_two_steps_joins_neither():
              (10, "2 Select an app."), (10, "Charging")]  # fmt: skip
     (found,) = enumerations(lines)
     assert found.items == ("Press the Up button.", "Select an app.") and found.pages == (9, 10)
+
+
+def test_a_list_nested_in_an_item_is_a_list_of_its_own_and_steps_may_be_written_step_n():
+    nested = [(1, "Setting up:"), (1, "1. Plug in."), (1, "1) red"), (1, "2) blue"), (1, "2. Turn on."),
+              (1, "3. Wait.")]  # fmt: skip
+    found = {e.heading: e.items for e in enumerations(nested)}
+    assert found == {"Setting up:": ("Plug in.", "Turn on.", "Wait."), "1. Plug in.": ("red", "blue")}
+    steps = [(1, "To pair the headset:"), (1, "Step 1: Open Settings."), (1, "Step 2: Touch Bluetooth."),
+             (1, "Step 3: Select the headset.")]  # fmt: skip
+    (found,) = enumerations(steps)
+    assert found.items == ("Open Settings.", "Touch Bluetooth.", "Select the headset.")
+
+
+def test_page_footers_and_measures_are_no_bullets():
+    lines = [(1, "Care"), (1, "– 2 –"), (1, "– 3 –"), (1, "l 5 mm"), (1, "l 7 mm"), (1, "l Wash the lid."),
+             (1, "l Dry it.")]  # fmt: skip
+    (found,) = enumerations(lines)
+    assert found.items == ("Wash the lid.", "Dry it.") and found.heading == "l 7 mm"

@@ -82,6 +82,31 @@ def test_a_page_whose_chart_labels_are_outlines_is_rendered_without_its_text(tmp
     assert [img.role for img in off.images] == [] and off.text == doc.text
 
 
+def test_a_page_whose_drawings_cannot_be_rendered_keeps_its_text_and_is_recorded(tmp_path: Path, monkeypatch):
+    import pypdfium2 as pdfium
+
+    import mmkg.ingest.pdf as pdf_reader
+
+    def broken(page, scale):
+        raise pdfium.PdfiumError("Failed to remove pageobject.")
+
+    monkeypatch.setattr(pdf_reader, "render_drawing", broken)
+    data = chart_pdf(tmp_path / "ferry.pdf").read_bytes()
+    doc, rejections = read_pdf(data, "ferry.pdf", Limits())
+    assert "cyclists" in doc.text and "Timetable" in doc.text  # both pages' text is kept
+    assert [img.role for img in doc.images] == []
+    (rejected,) = rejections
+    assert rejected.stage == "drawings" and rejected.reason.startswith("page 1: drawings not rendered for OCR")
+    assert rejected.record_key == "ferry.pdf#page=1&drawing"
+
+
+def test_a_drawing_render_over_the_picture_budget_is_counted_as_skipped(tmp_path: Path):
+    data = chart_pdf(tmp_path / "ferry.pdf").read_bytes()
+    doc, rejections = read_pdf(data, "ferry.pdf", Limits(max_images_per_document=0))
+    assert doc.images == [] and [r.stage for r in rejections] == ["budget"]
+    assert rejections[0].reason.startswith("1 more pictures")
+
+
 def test_a_page_of_text_or_of_real_text_labels_counts_no_outlined_glyphs(tmp_path: Path):
     import pypdfium2 as pdfium
 

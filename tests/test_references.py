@@ -15,6 +15,8 @@ from mmkg.retrieval.references import PageRef, parse, printed_labels, resolve_pa
 def test_parse_pages():
     assert parse("How many people are there in  Page 5?").pages == (PageRef(5),)
     assert parse("the words on the top of the page two").pages == (PageRef(2),)
+    assert parse("What is the fax number on page thirty-two?").pages == (PageRef(32),)  # not pages 30 and 2
+    assert parse("on pages seventeen and 18").pages == (PageRef(17), PageRef(18))
     assert parse("see pages 3-5 and slide 7").pages == (PageRef(3), PageRef(4), PageRef(5), PageRef(7))
     assert parse("on pp. 12 and 14").pages == (PageRef(12), PageRef(14))
     assert parse("What court is named on the cover page?").pages == (PageRef(1, printed=False),)

@@ -54,6 +54,7 @@ from typing import Any
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
+from mmkg import numerals
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
@@ -106,7 +107,7 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
-_HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+|(?: [A-Z][\w'’]+(?:-[A-Z][\w'’]+)+)+")
+_HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
@@ -126,8 +127,7 @@ _DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 _MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
                          re.IGNORECASE)  # fmt: skip
 _NEXT_MONTH = re.compile(r"^(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
-_NUMERIC = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
-                      r"fifty|hundred|dozen)\b", re.IGNORECASE)  # fmt: skip
+_NUMERIC = re.compile(rf"\d|\b(?:{numerals.WORD}|hundred|dozen)\b", re.IGNORECASE)
 # nouns of a document's parts: "Page 5", "Figure 1" say where to look, and a page's number is rarely its text
 _PART_NOUNS = frozenset({"page", "pages", "figure", "fig", "table", "slide", "section", "chapter", "appendix", "part"})
 # focus nouns that head no answer's phrase: the value's type ("what year"), the document and its parts
@@ -418,7 +418,7 @@ class Reader:
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
                 spans += [(m.group(1), "PLACE", m.start(1), m.end(1)) for m in _PLACE_AFTER.finditer(s.text)
                           if m.start(1) not in covered]  # fmt: skip
-            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen, or before the surname
+            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen
                 spans = [(s.text[a : a + len(t) + len(m.group(0))], lab, a, b + len(m.group(0)))
                          if (m := _HYPHEN_NAME.match(s.text[b:])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
@@ -589,7 +589,8 @@ class Reader:
                                reason="no evidence was retrieved")  # fmt: skip
         offsets = {(s.label, s.text): s for s in sentences}
         counted = asked_parts(q.text) if result is not None and result.parts else None
-        listed = self._listed(q, result, sentences) if result is not None and result.lists else None
+        choice = q.answer_type == "choice" and bool(q.options)
+        listed = self._listed(q, result, sentences) if result is not None and result.lists and not choice else None
         if counted is not None and (parts := self._parts(q, counted, result, sentences)) is not None:
             ans = parts
         elif listed is not None:

@@ -77,6 +77,26 @@ def _nearest_char(textpage: pdfium.PdfTextPage, n_chars: int, box: tuple[float, 
     return best
 
 
+def _drawing(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, rel: str, page_no: int, offset: int, limits: Limits,
+             images: list[ImageRef], rejections: list[Rejection]) -> int:  # fmt: skip
+    """Render the page's drawings for OCR when they hold ``limits.min_outlined_glyphs`` glyph outlines
+    (``mmkg.ingest.pdf_drawings``). A page pdfium cannot walk or render keeps its text and is recorded as
+    rejected; the count of renders left out by the picture budget is returned."""
+    try:
+        if outlined_glyphs(page, limits.min_outlined_glyphs) < limits.min_outlined_glyphs:
+            return 0
+        if len(images) >= limits.max_images_per_document:
+            return 1
+        textpage.close()  # the render takes the page's text objects out
+        pil = render_drawing(page, limits.page_render_scale)
+    except (pdfium.PdfiumError, ValueError) as exc:
+        rejections.append(Rejection(rel, f"page {page_no}: drawings not rendered for OCR ({exc}); its text is kept",
+                                    f"{rel}#page={page_no}&drawing", stage="drawings"))  # fmt: skip
+        return 0
+    images.append(ImageRef(None, f"{rel}#page={page_no}&drawing", "drawing_render", offset, page_no, pil=pil))
+    return 0
+
+
 def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, list[Rejection]]:
     try:
         pdf = pdfium.PdfDocument(data)
@@ -160,12 +180,8 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             elif len(text) < limits.min_page_chars:
                 pil = page.render(scale=limits.page_render_scale).to_pil()
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
-            elif limits.min_outlined_glyphs and len(images) < limits.max_images_per_document and \
-                    outlined_glyphs(page, limits.min_outlined_glyphs) >= limits.min_outlined_glyphs:  # fmt: skip
-                textpage.close()  # the render takes the page's text objects out
-                pil = render_drawing(page, limits.page_render_scale)
-                images.append(ImageRef(None, f"{rel}#page={page_no}&drawing", "drawing_render", offset, page_no,
-                                       pil=pil))  # fmt: skip
+            elif limits.min_outlined_glyphs:
+                skipped_images += _drawing(page, textpage, rel, page_no, offset, limits, images, rejections)
             rows = _table_rows(plumber, index, rel, rejections) if plumber is not None and text else []
             if rows:
                 text = TABLE_BREAK.join([text, *rows])

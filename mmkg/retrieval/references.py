@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 _NTH = "zeroth first second third fourth fifth sixth seventh eighth ninth tenth"
 _ORDINALS = {w: i for i, w in enumerate(_NTH.split()) if i}
-_NUM = rf"(\d{{1,4}}|{numerals.WORD})"
+_NUM = rf"(\d{{1,4}}|{numerals.SPELLED})"
 # "page 5", "p. 5", "pp. 3-4", "pages 3 and 4", "slide 2", "page two"
 _PAGE_NUM = re.compile(rf"\b(?:pages?|pp?\.|slides?)\s*{_NUM}((?:\s*(?:,|and|&|-|–|to)\s*{_NUM})*)\b", re.IGNORECASE)
 _MORE_NUMS = re.compile(_NUM, re.IGNORECASE)

@@ -42,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from mmkg import schemas
+from mmkg.vision.page_text import RENDER_ROLES
 
 KINDS = ("ocr", "label", "caption", "global")
 METHODS = ("spectral", "llm", "global", "new", "unaligned")
@@ -198,7 +199,8 @@ def link_partition(
     caption_entities: Callable[[str], list[str]] | None = None,
     choose: Callable[[str, str, list[str]], int | None] | None = None,
 ) -> pl.DataFrame:
-    """CMEL for every picture a document of the partition shows (page renders excluded): one row per image entity."""
+    """CMEL for every picture a document of the partition shows (renders of pages and of their drawings excluded:
+    their text is the page's, read as page text): one row per image entity."""
     from mmkg.ids import content_id
 
     names = dict(entities.select("entity_key", "name").iter_rows()) if entities.height else {}
@@ -216,8 +218,8 @@ def link_partition(
     by_doc: dict[str, list[dict]] = {}
     for c in order.iter_rows(named=True):
         by_doc.setdefault(c["doc_id"], []).append(c)
-    shown = images.filter(pl.col("role") != "page_render").unique(["image_id", "doc_id"], keep="first",
-                                                                   maintain_order=True)  # fmt: skip
+    shown = images.filter(~pl.col("role").is_in(RENDER_ROLES)).unique(["image_id", "doc_id"], keep="first",
+                                                                       maintain_order=True)  # fmt: skip
 
     # each picture's OCR lines and objects, split once (image_entities then reads only its own rows)
     ocr_of = image_text.partition_by("image_id", as_dict=True) if image_text.height else {}

@@ -1,6 +1,8 @@
-"""Page text from OCR for PDF pages without a text layer (scanned pages, slides exported as pictures).
+"""Page text from OCR for PDF pages without a text layer (scanned pages, slides exported as pictures), and for the
+drawings of text-layer pages whose labels are outlines (``mmkg.ingest.pdf_drawings``).
 
-Ingest renders such a page whole (``images`` role ``page_render``); this module reads the render
+Ingest renders such a page whole (``images`` role ``page_render``; a drawing's page without its text objects,
+role ``drawing_render``, whose OCR text follows the page's own); this module reads the render
 with the same ``OcrEngine`` and ``OcrCache`` that grounding uses, so every image content is OCRed
 once, and lays the lines out in reading order so the page text can be chunked, parsed, embedded
 and searched like a text-layer page.
