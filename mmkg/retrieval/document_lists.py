@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 
 def document_lists(index: Index, doc_id: str) -> list[Enumeration]:
     """The lists of one document of ``index`` in reading order (empty when it sets out none or is not there)."""
-    cache: dict[str, list[Enumeration]] = derived(index, "document_lists.rows", dict)
-    if doc_id not in cache:
+
+    def make() -> list[Enumeration]:
         chunks = index.chunks.filter(pl.col("doc_id") == doc_id)
         order = next((c for c in ("chunk_index", "char_start") if c in chunks.columns), None)
         rows = (chunks.sort(order) if order else chunks).select("page", "text").iter_rows()
-        cache[doc_id] = enumerations(document_lines(rows))
-    return cache[doc_id]
+        return enumerations(document_lines(rows))
+
+    return derived(index, f"document_lists.{doc_id}", make)  # once per document, under the index's lock
 
 
 def evidence_lists(index: Index, result: RetrievalResult) -> list[Enumeration]:

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 def document_parts(index: Index, doc_id: str) -> pl.DataFrame:
     """The ``PARTS`` rows of one document of ``index`` (empty when it labels no part or is not in the index)."""
-    cache: dict[str, pl.DataFrame] = derived(index, "document_parts.rows", dict)
-    if doc_id not in cache:
+
+    def make() -> pl.DataFrame:
         chunks = index.chunks.filter(pl.col("doc_id") == doc_id)
-        cache[doc_id] = part_table(chunks, index.documents.filter(pl.col("doc_id") == doc_id))
-    return cache[doc_id]
+        return part_table(chunks, index.documents.filter(pl.col("doc_id") == doc_id))
+
+    return derived(index, f"document_parts.{doc_id}", make)  # once per document, under the index's lock
