@@ -48,16 +48,21 @@ def test_a_count_of_a_kind_of_part_over_the_whole_document_is_recognized(questio
     assert asked_parts(question) == asked
 
 
-def _plan(tmp_path: Path):
-    path = write_pdf(tmp_path / "plan.pdf", PAGES)
-    doc, _ = read_pdf(path.read_bytes(), "plan.pdf", Limits())
+def _chunked(tmp_path: Path, name: str, pages: list[str], doc_id: str, title: str, max_tokens: int):
+    """A PDF of ``pages`` written and read by the real reader, as a one-row documents frame and its chunks."""
+    path = write_pdf(tmp_path / name, pages)
+    doc, _ = read_pdf(path.read_bytes(), name, Limits())
     documents = schemas.frame(
-        [{"doc_id": "d1", "partition": "p", "source_path": "plan.pdf", "record_key": "", "kind": "pdf",
-          "title": "Harbour plan", "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(PAGES),
+        [{"doc_id": doc_id, "partition": "p", "source_path": name, "record_key": "", "kind": "pdf",
+          "title": title, "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(pages),
           "content_sha256": "x", "n_bytes": 1}],
         schemas.DOCUMENTS,
     )  # fmt: skip
-    chunks = chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=60)
+    return documents, chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=max_tokens)
+
+
+def _plan(tmp_path: Path):
+    documents, chunks = _chunked(tmp_path, "plan.pdf", PAGES, "d1", "Harbour plan", 60)
     return chunks, part_table(chunks, documents)
 
 
@@ -135,15 +140,7 @@ def _kettle(tmp_path: Path) -> pl.DataFrame:
     """The kettle manual of test_enumerations as the build chunks it: small chunks, so its lists run over two."""
     from tests.test_enumerations import KETTLE
 
-    path = write_pdf(tmp_path / "kettle.pdf", KETTLE)
-    doc, _ = read_pdf(path.read_bytes(), "kettle.pdf", Limits())
-    documents = schemas.frame(
-        [{"doc_id": "k1", "partition": "p", "source_path": "kettle.pdf", "record_key": "", "kind": "pdf",
-          "title": "Kettle manual", "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(KETTLE),
-          "content_sha256": "x", "n_bytes": 1}],
-        schemas.DOCUMENTS,
-    )  # fmt: skip
-    return chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=20)
+    return _chunked(tmp_path, "kettle.pdf", KETTLE, "k1", "Kettle manual", 20)[1]
 
 
 class _ChunksOnly:
