@@ -590,12 +590,12 @@ class Reader:
         offsets = {(s.label, s.text): s for s in sentences}
         counted = asked_parts(q.text) if result is not None and result.parts else None
         choice = q.answer_type == "choice" and bool(q.options)
-        listed = self._listed(q, result, sentences) if result is not None and result.lists and not choice else None
         if counted is not None and (parts := self._parts(q, counted, result, sentences)) is not None:
             ans = parts
-        elif listed is not None:
+        elif not choice and result is not None and result.lists and \
+                (listed := self._listed(q, result, sentences)) is not None:  # fmt: skip
             ans = listed
-        elif q.answer_type == "choice" and q.options:
+        elif choice:
             ans = self._choice(q, sentences, result)
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
