@@ -35,6 +35,10 @@ from mmkg.retrieval import retrieve
         ("Which company built the ferry?", "organization", {}),
         ("In what kind of environment should the ferry's crew rest?", "string", {"focus": "environment"}),
         ("Is the lighthouse older than the church?", "yes_no", {}),
+        # a phrase fronted before the auxiliary ("From the survey, do ...") still asks yes or no
+        ("From the 2019 harbour survey, do most boats fish at night?", "yes_no", {"wh": "do"}),
+        ("In the context of the harbour plan, is berth B12 part of the eastern quay?", "yes_no", {"wh": "is"}),
+        ("In the harbour plan, which company built the ferry?", "organization", {}),
         ("Which bridge opened first, Tower Bridge or London Bridge?", "choice",
          {"options": ("Tower Bridge", "London Bridge"), "order": "min", "value_type": "date"}),
         ("Who is younger, Ada Lovelace or Mary Somerville?", "choice",
@@ -52,6 +56,17 @@ def test_question_analysis_types_the_expected_answer(question: str, atype: str, 
     assert q.answer_type == atype, q
     for key, value in extra.items():
         assert getattr(q, key) == value, (key, q)
+
+
+def test_where_to_look_in_the_document_is_no_relation():
+    # "as mentioned on the first page of the document": where to look, which no evidence sentence states
+    q = analyze("What is the name of the governor as mentioned on the first page of the document?")
+    assert q.relation_words == ("governor",) and q.answer_type == "person"
+    for asked in ("According to this report, which company built the ferry?",
+                  "In the slides, which company built the ferry?"):  # a parse that hangs the question on "In"
+        assert analyze(asked).relation_words == ("company", "built", "ferry")
+    # a document noun that is the asked thing stays: "pages" is what is counted
+    assert "pages" in analyze("How many pages contain tables?").relation_words
 
 
 def test_question_analysis_names_the_relation_and_the_entities():

@@ -118,6 +118,14 @@ _CONTACT = {"phone": frozenset({"phone", "telephone", "fax", "tel"}), "email": f
 # focus nouns that only say what kind of value is wanted ("the *place* of birth", "the *date* of death"): the
 # evidence states the relation ("born in", "died on") and never the type noun, so they are no relation words
 TYPE_ONLY = frozenset({"place", "date", "year", "day", "time", "location"})
+# nouns for a document or a place in one: a phrase headed by one ("on the first page of the document", "in the
+# slides", "according to this report") says where to look, not what is asked, and the evidence never states it
+_DOCUMENT_NOUNS = frozenset({"page", "slide", "document", "paper", "report", "guidebook", "guide", "guideline",
+                             "brochure", "manual", "deck", "presentation", "article", "booklet", "leaflet", "pdf",
+                             "file", "cover", "handbook", "catalogue", "catalog", "flyer", "pamphlet"})  # fmt: skip
+# verbs a document does to what it holds ("as mentioned", "shown on page 3", "the report states")
+_DOCUMENT_VERBS = frozenset({"mention", "show", "state", "present", "describe", "depict", "illustrate", "display",
+                             "indicate", "write", "note", "accord"})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -370,7 +378,8 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     asides = " ".join(re.findall(r"\(([^)]*)\)", text))
     # an auxiliary first asks yes or no, whatever relative pronoun follows ("Do both films, A and B, have the
     # directors who are from the same country?" is no "who" question)
-    auxiliary_first = tokens[0].pos_ == "AUX" or tokens[0].lower_ in _AUXILIARIES
+    opening = _main_clause(tokens)
+    auxiliary_first = tokens[opening].pos_ == "AUX" or tokens[opening].lower_ in _AUXILIARIES
     yes_no = auxiliary_first and not options
     split: list[str] = []
     for e in entities:
@@ -391,7 +400,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
 
     # wh-word, focus noun and answer type
     wh, focus, atype, count, unit = "", "", "", False, ""
-    first = tokens[0]
+    first = tokens[opening]
     wh_tok = next((t for t in tokens if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
     if auxiliary_first or (first.tag_ in ("VBZ", "VBD", "VBP", "MD") and wh_tok is None):
         wh = first.lower_
@@ -456,11 +465,12 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
             focus = noun.lemma_.lower()
         value_type = value_type or "place"
 
-    # relation words: content words outside the names, the wh-phrase and the options
+    # relation words: content words outside the names, the wh-phrase, the options and where to look
     named_tokens: set[int] = set()
     for name in named:
         for m in re.finditer(re.escape(name), text):
             named_tokens |= {t.i for t in doc if m.start() <= t.idx < m.end()}
+    named_tokens |= locator_tokens(tokens)
     skip = {"same", "both", "which", "what", "who", "whom", "whose", "when", "where", "how", "many", "much"}
     rel_words = [
         t.text for t in tokens
@@ -499,6 +509,49 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         decimals=asked_decimals(said) if atype == "number" else None, years=question_years(text), bridge=bridge,
         hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions, arithmetic=arithmetic,
     )  # fmt: skip
+
+
+def _main_clause(tokens: Sequence[Any]) -> int:
+    """Where the question's own clause opens: after a fronted phrase and its comma when an auxiliary follows and
+    the phrase holds no wh-word ("From the 2022 survey, do graduates ...?", "In the context of X, is market Y
+    ...?"), else at the first token."""
+    for i, t in enumerate(tokens[:-1]):
+        if t.tag_ in ("WDT", "WP", "WP$", "WRB"):
+            return 0
+        if t.text == ",":
+            nxt = tokens[i + 1]
+            return i + 1 if i > 0 and (nxt.lower_ in _AUXILIARIES) else 0
+    return 0
+
+
+def locator_tokens(tokens: Sequence[Any]) -> set[int]:
+    """The indices of the tokens that say where in the document to look: a prepositional phrase whose object is
+    a document noun ("on the first page of the document", "in the slides", "according to this report", with its
+    modifiers and the prepositional phrases after it) and a verb of showing that governs one ("as mentioned on page 2",
+    "shown in the brochure"). A page's number or a figure's label inside such a phrase is left to the page
+    references (``mmkg.retrieval.references``); here they are only no relation."""
+    out: set[int] = set()
+    for t in tokens:
+        if t.lemma_.lower() not in _DOCUMENT_NOUNS or t.dep_ != "pobj":
+            continue
+        prep = t.head  # "on" of "on the first page", "to" of "according to this report"
+        out |= {prep.i} | _noun_phrase(t)
+        if prep.head.lemma_.lower() in _DOCUMENT_VERBS:  # "mentioned" in "as mentioned on the first page"
+            out.add(prep.head.i)
+    return out
+
+
+def _noun_phrase(noun: Any) -> set[int]:
+    """A noun with its modifiers before it ("the first page") and the prepositional phrases after it ("of the
+    document"), not a clause a wrong parse hangs on it ("In the slides, which company built ...")."""
+    out = {noun.i} | {w.i for c in noun.lefts for w in c.subtree}
+    for c in noun.rights:
+        if c.dep_ == "prep":
+            out.add(c.i)
+            for obj in c.children:
+                if obj.dep_ == "pobj":
+                    out |= _noun_phrase(obj)
+    return out
 
 
 def _bridge(doc: Any, named: Sequence[str], atype: str) -> tuple[str, int, str]:
