@@ -9,7 +9,7 @@ from conftest import write_pdf
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 from mmkg.retrieval.mg2 import MG2, PRESETS
-from mmkg.retrieval.references import PageRef, parse, printed_labels, resolve_pages
+from mmkg.retrieval.references import PageRef, parse, pointed_pages, printed_labels, resolve_pages
 
 
 def test_parse_pages():
@@ -93,6 +93,17 @@ def test_page_numbers_resolve_to_the_position_and_the_printed_number(report_inde
     assert resolve_pages(report_index, [PageRef(2)], [doc]) == {doc: {2, 4}}  # sheet 2 and the sheet printing "2"
     assert resolve_pages(report_index, [PageRef(1, from_end=True, printed=False)], [doc]) == {doc: {7}}
     assert resolve_pages(report_index, [PageRef(9)], [doc]) == {}  # no such page
+
+
+def test_the_answer_path_keeps_the_pages_a_question_points_at_in_its_top_document(report_index: Index):
+    from mmkg.generation.answer import retrieve as gather
+
+    only = {"source_path": "harbour/review.pdf"}
+    result = gather(report_index, "Who should readers contact, as mentioned on the last page?", filters=only)
+    doc = result.chunks[0].doc_id
+    assert result.pointed_pages == {doc: [7]}
+    assert pointed_pages(report_index, "What grew, per page 2?", result) == {doc: [2, 4]}  # position, printed
+    assert pointed_pages(report_index, "What grew at the quay?", result) == {}
 
 
 def test_a_question_that_names_a_page_gets_that_page(report_index: Index):

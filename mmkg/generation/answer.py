@@ -31,6 +31,7 @@ from mmkg.generation.reader import Reader, ShortAnswer
 from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval.document_lists import evidence_lists
 from mmkg.retrieval.document_parts import document_parts
+from mmkg.retrieval.references import pointed_pages
 from mmkg.retrieval.results import RetrievalResult
 
 #: chunks retrieved for each option of a choice or comparison question, beside the question's own
@@ -208,6 +209,7 @@ def retrieve(
         result.parts = rows.to_dicts()
     elif asks_items(question) and result.chunks:  # "How many steps ...": the lists the evidence's pages set out
         result.lists = evidence_lists(index, result)
+    result.pointed_pages = pointed_pages(index, question, result)
     return result
 
 

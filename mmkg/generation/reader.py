@@ -59,6 +59,7 @@ from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
+from mmkg.generation.lookup import codes, keyed_lines
 from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import (
@@ -79,6 +80,9 @@ NOT_ANSWERABLE = "Not answerable"
 #: MMLongBench-Doc dev accuracy, re-chosen by the same rule after the two-hop and contact mechanisms: 0.357 at
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
+KEYED = 0.5  # a value read off the one line that a question's code keys (``lookup``)
+_KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
+_KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
            "inner": 0.4, "cell": 1.0, "parent": 1.0, "owner": 1.0}
 _OCCASIONAL = frozenset({"cell", "parent", "owner"})  # features only some candidates have: no part of the others' total
@@ -183,7 +187,7 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -599,6 +603,9 @@ class Reader:
             ans = self._choice(q, sentences, result)
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
+        elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
+                (keyed := self._keyed(q, evidence, sentences)) is not None:  # fmt: skip
+            ans = keyed
         else:
             ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
                 q, sentences, result)
@@ -630,12 +637,51 @@ class Reader:
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
                 ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
                              f"(best guess {ans.guess!r})"
+        off = self._off_page(ans, evidence, result)
+        if off:  # "the governor as mentioned on the last page", read on the first
+            ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
+            ans.reason = f"declined: {off} (best guess {ans.guess!r})"
         if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list") and \
                 ans.confidence < self.min_confidence:
             ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
             ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
                           f"(best guess {ans.guess!r})")  # fmt: skip
         return ans
+
+    @staticmethod
+    def _keyed(q: QuestionAnalysis, evidence: Sequence[Evidence], sentences: Sequence[_Sentence]) -> ShortAnswer | None:
+        """What the one line keyed by the question's code gives for it (``mmkg.generation.lookup``): "1. Little
+        Rock AR01" for "the market name for AR01". None when no line holds a code, or lines give it different
+        values."""
+        if len(codes(q.text)) != 1:
+            return None  # "from P-1 to P-26": a range, or two things named, is no key
+        lines = keyed_lines(q.text, [(e.label, e.text) for e in evidence if e.kind == "chunk"])
+        values = {normalize(k.value) for k in lines}
+        if len(values) != 1:
+            return None
+        k = lines[0]
+        mine = [s for s in sentences if s.label == k.label]  # the sentence splitter may cut a line at "2."
+        s = next((s for s in mine if k.line in s.text), None) or next((s for s in mine if k.value in s.text), None)
+        support = []
+        if s is not None:
+            at = s.text.find(k.value)
+            support.append(Support(s.label, s.text, at, at + len(k.value) if at >= 0 else -1))
+        times = f", {len(lines)} times" if len(lines) > 1 else ""
+        return ShortAnswer(k.value, q.answer_type, KEYED, method="lookup", support=support,
+                           reason=f"the one line of the evidence that holds {k.code}{times}: {k.line!r}")  # fmt: skip
+
+    @staticmethod
+    def _off_page(ans: ShortAnswer, evidence: Sequence[Evidence], result: RetrievalResult | None) -> str:
+        """Why an answer read off one sentence cannot answer a question that points at other pages of the same
+        document ("on the last page", "page 14"), or "" when it can: the question says where the answer is."""
+        pointed = result.pointed_pages if result is not None else {}
+        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic") or not ans.support:
+            return ""
+        home = next((e for e in evidence if e.label == ans.support[0].label), None)
+        if home is None or home.page is None or home.doc_id not in pointed or home.page in pointed[home.doc_id]:
+            return ""
+        pages = ", ".join(str(p) for p in pointed[home.doc_id])
+        return f"the question points at page(s) {pages} and the answer was read on page {home.page}"
 
     @staticmethod
     def _parts(q: QuestionAnalysis, counted: tuple[str, bool], result: RetrievalResult,
@@ -1079,9 +1125,9 @@ def named_cells(question: str, text: str) -> list[tuple[str, str, int, int]]:
 
 def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
     """The words of the question's names that no evidence sentence or title (nor ``also``: the documents' file
-    names) holds, even misspelt by a letter or two ("Neflix" for Netflix): a capitalized word, or the digits of a
-    word that holds some ("2022" of "FY2022"). The numbers of a document's parts ("Page 5", "Figure 1") are
-    where to look, not what is named."""
+    names) holds, even misspelt by a letter or two ("Neflix" for Netflix): a capitalized word, the digits of a
+    word that holds a year ("2022" of "FY2022"), or a code whole ("AR03", "P-26"). The numbers of a document's
+    parts ("Page 5", "Figure 1") are where to look, not what is named."""
     words: dict[str, str] = {}
     for name in q.entities:
         for w in _NAME_WORD.findall(name):
@@ -1103,8 +1149,11 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
     for w in words:
         if any(ch.isdigit() for ch in w):
             digits = re.findall(r"\d+", w)
-            if all(d in text for d in digits):
-                continue
+            if any(len(d) == 4 for d in digits):  # "FY2022": the evidence may write "fiscal 2022" or "2022"
+                if all(d in text for d in digits):
+                    continue
+            elif re.search(rf"(?<![^\W_]){re.escape(w)}(?![^\W_])", text, re.IGNORECASE):
+                continue  # a code ("AR03", "P-26") is there whole, or not at all: "AR01" is no "AR03"
         else:
             low = w.lower()
             if low in vocab or stem(low) in stems:

@@ -38,6 +38,7 @@ from mmkg.parts import mentions
 
 if TYPE_CHECKING:
     from mmkg.index.reader import Index
+    from mmkg.retrieval.results import RetrievalResult
 
 _NTH = "zeroth first second third fourth fifth sixth seventh eighth ninth tenth"
 _ORDINALS = {w: i for i, w in enumerate(_NTH.split()) if i}
@@ -194,6 +195,16 @@ def resolve_pages(index: Index, refs: Iterable[PageRef], doc_ids: Iterable[str])
         if found:
             out[doc] = found
     return out
+
+
+def pointed_pages(index: Index, text: str, result: RetrievalResult) -> dict[str, list[int]]:
+    """The pages a question points at ("the last page", "page fourteen") in the result's top document, both
+    readings of a number kept; {} when it points at none, or the result has no chunk."""
+    refs = parse(text)
+    if not refs.pages or not result.chunks:
+        return {}
+    doc = result.chunks[0].doc_id
+    return {d: sorted(p) for d, p in resolve_pages(index, refs.pages, [doc]).items()}
 
 
 def _part_pattern(kind: str, label: str) -> re.Pattern[str]:

@@ -150,6 +150,10 @@ class RetrievalResult:
     # a question that asks how many of something: the top document's numbered and bulleted lists on the evidence's
     # pages, best first (mmkg.enumerations.Enumeration; generation.answer.retrieve fills it)
     lists: list[Enumeration] = field(default_factory=list)
+    # a question that points at pages ("on the last page", "page 14"): the pages it points at in the top document,
+    # as {doc_id: [page, ...]} with both readings of a number (printed label and position; generation.answer.retrieve
+    # fills it, strategies leave it empty)
+    pointed_pages: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,108 @@
+"""Lookup by a code: the line of a listing or a table that a question's identifier keys.
+
+"What's the geographic market name for EPS Code AR01?" is answered by the one line of the evidence that holds
+"AR01" ("1. Little Rock AR01"): codes, part numbers and exhibit labels key rows of catalogues, directories and
+tables, and the rest of that row is what it names. No sentence states it, so the span reader, which scores
+entities by the words around them, finds the neighbouring rows' names as readily.
+
+``codes`` finds the question's codes: a token of letters and digits with a capital ("AR01", "P-26", "TX10"),
+not a year ("FY2015"), an ordinal ("21st"), a quantity ("16GB") or a number joined to a word ("100-shot").
+``keyed_lines`` finds the evidence lines that hold one whole (never "AR011", nor "AR01" inside "CAR01");
+``row_value`` is what such a line gives for it: the line without the code, its list number and the separators
+around them, or in a rendered table row the cell whose header the question names. The reader answers with it
+only when the question names one code and every line that holds it gives the same value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mmkg.generation.extractive import content_words
+
+# a code: letters and digits in one token, hyphens inside ("AR01", "P-26", "SKU-4410-B"), at most 16 characters
+_CODE = re.compile(r"(?<![\w-])(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
+_YEARISH = re.compile(r"(?:1\d{3}|20\d{2})")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|s)", re.IGNORECASE)  # "21st", "1990s"
+_UNIT = re.compile(r"\d+(?:[.,]\d+)?(?:k|m|bn|kg|km|cm|mm|ml|gb|mb|tb|hz|ghz|mhz|kb|pm|am|x|h|d|p)", re.IGNORECASE)
+_LIST_NUMBER = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|[a-z][.)]|[•·▪●◦‣\-–])\s+")
+_EDGES = " \t|:;,.-–—=()[]"
+_CELL_SEP = " | "  # between a rendered table row's cells (mmkg.ingest.pdf_tables.render)
+
+
+@dataclass(frozen=True)
+class KeyedLine:
+    """A line of one evidence item that holds the question's code whole."""
+
+    code: str
+    line: str
+    label: int  # the evidence item's number
+    start: int  # the line's offset in the evidence text
+    value: str  # the line without the code and its list number
+
+
+def codes(question: str) -> list[str]:
+    """The codes a question names, in its order: tokens of letters and digits with a capital that are no year
+    ("FY2015"), no ordinal or decade ("21st", "1990s"), no quantity with its unit ("75k", "16GB") and no number
+    joined to a word ("100-shot")."""
+    out = []
+    for m in _CODE.finditer(question):
+        token = m.group(0)
+        digits = re.findall(r"\d+", token)
+        if any(_YEARISH.fullmatch(d) for d in digits) or _ORDINAL.fullmatch(token) or _UNIT.fullmatch(token):
+            continue
+        if not any(ch.isupper() for ch in token):
+            continue  # "100-shot", "3-hop", "5-year": a number and a word, no code
+        if len(token) <= 16 and token not in out:
+            out.append(token)
+    return out
+
+
+def row_value(line: str, code: str, question: str = "") -> str:
+    """What the line gives for the code: in a table row as ``mmkg.ingest.pdf_tables.render`` writes it
+    ("caption | label | header: value | ..."), the cell whose header shares a word with the question, else
+    the row's label when the code is a cell's value; in any other line, the line without the code, a list
+    number opening it and the separators left at either end."""
+    if _CELL_SEP in line:
+        cells = [c.strip() for c in line.split(_CELL_SEP)]
+        asked = content_words(question)
+        keyed = [c for c in cells if _has(c, code)]
+        for cell in cells:
+            header, sep, value = cell.rpartition(": ")
+            if sep and not _has(cell, code) and content_words(header) & asked and value.strip():
+                return value.strip()
+        first = next((i for i, c in enumerate(cells) if ": " in c), len(cells))
+        if keyed and ": " in keyed[0] and first > 0 and not _has(cells[first - 1], code):
+            return cells[first - 1]  # "| Little Rock | Code: AR01 |": the row's label
+        return ""
+    rest = _whole(code).sub(" ", line)
+    rest = _LIST_NUMBER.sub("", rest)
+    return " ".join(rest.split()).strip(_EDGES)
+
+
+def keyed_lines(question: str, evidence: Iterable[tuple[int, str]]) -> list[KeyedLine]:
+    """The evidence lines (``(label, text)`` items) that hold one of the question's codes whole, with each
+    line's value; a line whose value holds no letter (a row of numbers) is no name."""
+    found = []
+    wanted = codes(question)
+    if not wanted:
+        return []
+    for label, text in evidence:
+        pos = 0
+        for line in text.split("\n"):
+            start, pos = pos, pos + len(line) + 1
+            for code in wanted:
+                if _has(line, code):
+                    value = row_value(line, code, question)
+                    if re.search(r"[^\W\d_]{2}", value):
+                        found.append(KeyedLine(code, line.strip(), label, start, value))
+    return found
+
+
+def _whole(code: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w-]){re.escape(code)}(?![\w-])", re.IGNORECASE)
+
+
+def _has(text: str, code: str) -> bool:
+    return _whole(code).search(text) is not None

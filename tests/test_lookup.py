@@ -1,0 +1,76 @@
+"""Answers keyed by a code, and answers held to the page a question points at: the reader over chunks of a real PDF
+(written with matplotlib, read and chunked by the build's own reader and chunker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mmkg.generation.base import Evidence
+from mmkg.generation.lookup import codes, keyed_lines, row_value
+from mmkg.generation.question import analyze
+from mmkg.generation.reader import KEYED, NOT_ANSWERABLE, Reader
+from mmkg.retrieval.results import RetrievalResult
+from tests.test_counting import _chunked
+
+DIRECTORY = [
+    "Harbour Board market directory\nEach market is named by its code.\n"
+    "Northern district (HN)\n1. Quayside and Old Town HN01\n2. Fishmarket Hill HN02\n3. The Narrows HN03",
+    "Southern district (HS)\n1. Lighthouse Point HS01\n2. Cannery Row and the Docks HS02\n"
+    "The governor of the harbour board is Ada Brandt.",
+    "Contact the harbour office for the full list of markets.\nThe office is open on weekdays.",
+]
+
+
+def _evidence(tmp_path: Path) -> list[Evidence]:
+    _, chunks = _chunked(tmp_path, "directory.pdf", DIRECTORY, "d1", "Market directory", 400)
+    return [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
+                     title="Market directory", source_path="directory.pdf", page=r["page"],
+                     chunk_index=r["chunk_index"])
+            for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+
+
+def test_codes_are_letters_and_digits_with_a_capital_and_no_year_or_quantity():
+    assert codes("What's the market name for EPS Code HN02?") == ["HN02"]
+    assert codes("Exhibits P-10 and SKU-4410-B") == ["P-10", "SKU-4410-B"]
+    # a fiscal year, an ordinal, a decade, a quantity and a number joined to a word are no codes
+    assert codes("In FY2015, the 21st floor, the 1990s, 16GB, 75k, a 100-shot setting, 3-hop claims") == []
+
+
+def test_a_line_that_holds_the_code_whole_gives_its_value():
+    lines = keyed_lines("the name for HN01", [(1, "1. Quayside HN01\n2. Old Town HN011\nCHN01 Hill")])
+    assert [(k.line, k.value) for k in lines] == [("1. Quayside HN01", "Quayside")]  # not HN011, not CHN01
+    assert keyed_lines("the name for HN01", [(1, "HN01 | 4 | 17")]) == []  # numbers name nothing
+    # a table row as the PDF reader renders it: the cell the question names, else the row's label
+    row = "Table 3 Markets | Quayside | Code: HN01 | Market name: Quayside and Old Town | Stalls: 40"
+    assert row_value(row, "HN01", "What is the market name for HN01?") == "Quayside and Old Town"
+    assert row_value("Table 3 Markets | Quayside | Code: HN01 | Stalls: 40", "HN01", "What is HN01?") == "Quayside"
+
+
+def test_the_reader_answers_from_the_line_a_code_keys_and_declines_a_code_no_line_holds(tmp_path: Path):
+    evidence = _evidence(tmp_path)
+    ans = Reader().read(analyze("What's the market name for code HS02?"), None, evidence)
+    assert (ans.text, ans.method, ans.confidence) == ("Cannery Row and the Docks", "lookup", KEYED), ans.reason
+    sup = ans.support[0]
+    assert sup.sentence[sup.start : sup.end] == "Cannery Row and the Docks" and "HS02" in ans.reason
+    # "HS03" is in no line: no line answers, and the question names a code the evidence lacks
+    ans = Reader().read(analyze("What's the market name for code HS03?"), None, evidence)
+    assert ans.text == NOT_ANSWERABLE and ans.method != "lookup" and "HS03" in ans.reason, ans.reason
+    # a code in two lines that give different values is no key
+    twice = [*evidence, Evidence(label=9, kind="chunk", text="HS02 Pier Street", chunk_id="x", doc_id="d2",
+                                 title="Other", source_path="o.pdf", page=1)]  # fmt: skip
+    assert Reader().read(analyze("What's the market name for code HS02?"), None, twice).method != "lookup"
+    # a yes/no question about a code asks no lookup
+    assert Reader().read(analyze("Is market HS02 part of the Northern district?"), None, evidence).method != "lookup"
+
+
+def test_an_answer_read_off_another_page_than_the_question_points_at_is_declined(tmp_path: Path):
+    evidence = _evidence(tmp_path)
+    assert [e.page for e in evidence] == [1, 2, 3]
+    ask = "Who is the governor of the harbour board, as mentioned on the {} page of the document?"
+    on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
+    ans = Reader().read(analyze(ask.format("second")), on_second, evidence)
+    assert (ans.text, ans.abstained) == ("Ada Brandt", False), ans.reason
+    on_last = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [3]})
+    ans = Reader().read(analyze(ask.format("last")), on_last, evidence)
+    assert ans.text == NOT_ANSWERABLE and ans.guess == "Ada Brandt", ans.reason
+    assert "points at page(s) 3 and the answer was read on page 2" in ans.reason
