@@ -29,8 +29,12 @@
    "respectively" sentence or a table column states for another year than the question names scores half; the
    day of a date is no quantity. **Arithmetic** (``mmkg.generation.arithmetic``): a difference, sum or change of
    two values is read as two number questions and computed, both values cited.
-7. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
-   answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``).
+7. **Lookup by a code** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line that holds
+   "AR01" gives for it ("1. Little Rock AR01"), which no sentence states.
+8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
+   answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``),
+   and an answer read off another page of the document than the one the question points at ("the governor as
+   mentioned on the last page", ``RetrievalResult.pointed_pages``).
 
 Every answer carries the sentences that support it (the span by character offsets), a confidence in
 [0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
