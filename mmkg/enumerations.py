@@ -12,12 +12,13 @@ on over a chunk or a page boundary stays one list):
   line after that gap or at a new "1" of its style;
 - **bulleted**: lines that open with a bullet glyph ("•", "●", "▪", "-", the private-use glyphs of the Symbol
   and Wingdings fonts, and the "l" that Wingdings' bullet becomes when a PDF maps it to text), with at most
-  ``MAX_BULLET_GAP`` continuation lines between two bullets.
+  ``MAX_BULLET_GAP`` continuation lines between two bullets; a numbered line or a line that ends in a colon
+  (the next list's heading) ends them.
 
 Each list keeps the line right before its first item (its heading: "To replace the grille:") and the line before
-that (often the section title: "Removing the base grille"). Hand-written: list markers are lines of the text the PDF
-and OCR readers produce, and no maintained library finds lists in plain text. The Markdown reader renders a list's
-items without their markers, so Markdown lists are not found here.
+that (often the section title: "Removing the base grille"). Hand-written: list markers are lines of the text the PDF,
+OCR and Markdown readers produce (the Markdown reader keeps each item's marker), and no maintained library finds
+lists in plain text.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def _bulleted(lines: Sequence[tuple[int | None, str]]) -> list[Enumeration]:
             if _BULLET.match(lines[j][1]):
                 items.append(j)
                 gap = 0
+            elif _NUMBERED.match(lines[j][1]) or lines[j][1].endswith(":"):
+                break  # a numbered step or a heading ("After use:") ends the bullets: what follows is another list
             else:
                 gap += 1
             j += 1

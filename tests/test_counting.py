@@ -164,6 +164,10 @@ def test_a_how_many_question_is_answered_by_the_list_whose_heading_it_names(tmp_
     assert confidence == round(share * LIST_CONFIDENCE, 3)
     assert count_items("How many steps does it take to descale the kettle?", lists)[0] == 4
     assert count_items("How many watts does the kettle draw?", lists) is None  # "kettle" alone: too little
+    # a number the question names tells two units' lists apart ("UNIT 8" above one, "UNIT 7" above the other)
+    heading = "SWBAT TO ANSWER THESE LEARNING OUTCOMES:"
+    units = [type(lists[0])("bulleted", tuple("abcdefgh"[:n]), (1,), heading, f"UNIT {u}") for u, n in ((7, 8), (8, 5))]
+    assert count_items("How many learning outcomes should be answered in unit 8?", units)[:2] == (5, LIST_CONFIDENCE)
     # two lists that fit as well and count differently: the first (the evidence's best) at half the confidence
     twin = next(e for e in lists if e.heading == "To descale the kettle:")
     other = type(twin)("numbered", ("a", "b"), (9,), twin.heading, twin.context)

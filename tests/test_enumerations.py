@@ -80,3 +80,22 @@ def test_page_footers_and_measures_are_no_bullets():
              (1, "l Dry it.")]  # fmt: skip
     (found,) = enumerations(lines)
     assert found.items == ("Wash the lid.", "Dry it.") and found.heading == "l 7 mm"
+
+
+def test_a_markdown_manual_s_lists_keep_their_markers_and_are_found(tmp_path: Path):
+    from mmkg.ingest.text import read_markdown
+
+    path = tmp_path / "kettle.md"
+    path.write_text(
+        "# Kettle care\n\nTo descale the kettle:\n\n1. Fill it with vinegar.\n2. Boil it twice:\n"
+        "   - once with vinegar\n   - once with water\n3. Rinse it.\n\nAfter use:\n\n* Empty it.\n* Dry the base.\n"
+        "* Store it upright.\n\nA loose list:\n\n- one\n\n- two\n"
+    )
+    doc, _ = read_markdown(path, path.read_bytes(), "kettle.md")
+    assert "1. Fill it with vinegar.\n2. Boil it twice:\n• once with vinegar" in doc.text
+    found = {(e.style, e.heading): e.items for e in enumerations(document_lines([(None, doc.text)]))}
+    assert found[("numbered", "To descale the kettle:")] == ("Fill it with vinegar.", "Boil it twice:", "Rinse it.")
+    # the bullets nested in step 2 end at step 3, and "After use:" heads a list of its own
+    assert found[("bulleted", "2. Boil it twice:")] == ("once with vinegar", "once with water")
+    assert found[("bulleted", "After use:")] == ("Empty it.", "Dry the base.", "Store it upright.")
+    assert found[("bulleted", "A loose list:")] == ("one", "two")  # a loose list's blank lines are no break

@@ -88,6 +88,7 @@ LIST_MATCH = 0.5
 #: a list answer's confidence per unit of that share (a heading holding every word: 0.7)
 LIST_CONFIDENCE = 0.7
 _ASKS_COUNT = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+_NUMBER_WORD = re.compile(r"(?<![\w.])\d+(?![\w.])")
 
 
 def asks_items(question: str) -> bool:
@@ -95,17 +96,22 @@ def asks_items(question: str) -> bool:
     return bool(_ASKS_COUNT.search(question)) and asked_parts(question) is None
 
 
+def _words(text: str) -> set[str]:
+    """Content words and numbers: "UNIT 8" above a list is what "in unit 8" asks, not unit 7's list."""
+    return content_words(text) | set(_NUMBER_WORD.findall(text))
+
+
 def count_items(question: str, lists: Sequence[Enumeration]) -> tuple[int, float, Enumeration, float] | None:
     """``(count, confidence, the list counted, its heading's share of the question's words)`` of the list that
     best answers a "how many" question, or None when no list's heading holds ``LIST_MATCH`` of its words.
     ``lists`` come best first (the evidence's order): of lists that match equally, the first is taken."""
-    asked = content_words(_ASKS_COUNT.sub(" ", question))
+    asked = _words(_ASKS_COUNT.sub(" ", question))
     if not asked:
         return None
     best: tuple[float, Enumeration] | None = None
     rivals: list[Enumeration] = []
     for e in lists:
-        share = len(asked & content_words(f"{e.heading} {e.context}")) / len(asked)
+        share = len(asked & _words(f"{e.heading} {e.context}")) / len(asked)
         if share < LIST_MATCH:
             continue
         if best is None or share > best[0]:

@@ -2,7 +2,8 @@
 
 Markdown is rendered to plain text with markdown-it (CommonMark plus tables) so that sentences
 are clean prose, while every image link keeps the character offset where it appeared: that is
-what later attaches the image to the chunk around it.
+what later attaches the image to the chunk around it. A list's items keep their markers ("1. ",
+"• "), one line each in a tight list, as a PDF's text keeps them.
 """
 
 from __future__ import annotations
@@ -122,7 +123,14 @@ class _Renderer:
                     self.first_heading = rendered.strip()
                 if in_heading and rendered.strip():
                     self.headings.append({"level": level, "title": " ".join(rendered.split())[:200], "page": 1})
-            elif tok.type == "paragraph_close":
+            elif tok.type == "list_item_open":
+                # the item's marker stays, as a PDF's text keeps it: "1. ", "2) " or a bullet, so a list reads
+                # as one and its items can be counted (mmkg.enumerations)
+                self.emit(f"{tok.info}{tok.markup} " if tok.info else "• ")
+            elif tok.type == "paragraph_close" and tok.hidden:  # a tight list's item: one line each
+                if self.parts and not self.parts[-1].endswith("\n"):
+                    self.emit("\n")
+            elif tok.type in {"paragraph_close", "bullet_list_close", "ordered_list_close"}:
                 self.block_break()
             elif tok.type in {"fence", "code_block"}:
                 self.emit(tok.content.rstrip("\n"))
