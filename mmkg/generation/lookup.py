@@ -38,7 +38,6 @@ class KeyedLine:
     code: str
     line: str
     label: int  # the evidence item's number
-    start: int  # the line's offset in the evidence text
     value: str  # the line without the code and its list number
 
 
@@ -89,14 +88,12 @@ def keyed_lines(question: str, evidence: Iterable[tuple[int, str]]) -> list[Keye
     if not wanted:
         return []
     for label, text in evidence:
-        pos = 0
         for line in text.split("\n"):
-            start, pos = pos, pos + len(line) + 1
             for code in wanted:
                 if _has(line, code):
                     value = row_value(line, code, question)
                     if re.search(r"[^\W\d_]{2}", value):
-                        found.append(KeyedLine(code, line.strip(), label, start, value))
+                        found.append(KeyedLine(code, line.strip(), label, value))
     return found
 
 

@@ -679,7 +679,7 @@ class Reader:
         """Why an answer read off one sentence cannot answer a question that points at other pages of the same
         document ("on the last page", "page 14"), or "" when it can: the question says where the answer is."""
         pointed = result.pointed_pages if result is not None else {}
-        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic") or not ans.support:
+        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic", "lookup") or not ans.support:
             return ""
         home = next((e for e in evidence if e.label == ans.support[0].label), None)
         if home is None or home.page is None or home.doc_id not in pointed or home.page in pointed[home.doc_id]:
