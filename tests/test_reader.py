@@ -15,8 +15,9 @@ from typer.testing import CliRunner
 
 from mmkg.cli import app
 from mmkg.generation import ExtractiveGenerator, answer, prepare
+from mmkg.generation.cells import named_cells
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, named_cells, normalize
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mmkg.generation.extractive import content_words
+from mmkg.ingest.pdf_tables import CELL_SEP
 
 # a code: letters and digits in one token, hyphens inside ("AR01", "P-26", "SKU-4410-B"), at most 16 characters
 _CODE = re.compile(r"(?<![\w-])(?=[A-Za-z-]*\d)(?=[\d-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w-])")
@@ -28,7 +29,6 @@ _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|s)", re.IGNORECASE)  # "21st", "1990s"
 _UNIT = re.compile(r"\d+(?:[.,]\d+)?(?:k|m|bn|kg|km|cm|mm|ml|gb|mb|tb|hz|ghz|mhz|kb|pm|am|x|h|d|p)", re.IGNORECASE)
 _LIST_NUMBER = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|[a-z][.)]|[•·▪●◦‣\-–])\s+")
 _EDGES = " \t|:;,.-–—=()[]"
-_CELL_SEP = " | "  # between a rendered table row's cells (mmkg.ingest.pdf_tables.render)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def row_value(line: str, code: str, question: str = "") -> str:
     ("caption | label | header: value | ..."), the cell whose header shares a word with the question, else
     the row's label when the code is a cell's value; in any other line, the line without the code, a list
     number opening it and the separators left at either end."""
-    if _CELL_SEP in line:
-        cells = [c.strip() for c in line.split(_CELL_SEP)]
+    if CELL_SEP in line:
+        cells = [c.strip() for c in line.split(CELL_SEP)]
         asked = content_words(question)
         keyed = [c for c in cells if _has(c, code)]
         for cell in cells:

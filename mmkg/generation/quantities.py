@@ -21,6 +21,10 @@ from functools import lru_cache
 
 from mmkg.numerals import spelled_number
 
+# a number standing alone: not part of a name or code ("GPT-4", "PaLM-2L", "COVID-19", "B2B")
+NUMBER = re.compile(r"(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w-])"
+                    r"|(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=-(?:fold|times|percent)\b)")
+
 SCALES = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "mn": 1e6, "billion": 1e9,
           "billions": 1e9, "bn": 1e9, "trillion": 1e12, "trillions": 1e12}  # fmt: skip
 _SCALE_WORD = r"(thousands?|millions?|billions?|trillions?)"

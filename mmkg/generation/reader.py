@@ -17,7 +17,8 @@
    chunk's rank; the same answer in other sentences adds a little (agreement across passages); an e-mail
    or web address that spells the name the question gives is its owner's (``owner``). A number in
    a table row ("Net income | 2015: 122,641 | 2014: 266,799", ``mmkg.ingest.pdf_tables``) is scored by what
-   labels its cell: the question's words its row label and its own column header name (``cell``).
+   labels its cell: the question's words its row label and its own column header name (``cell``,
+   ``mmkg.generation.cells``).
 4. **Two hops**: when the question names a bridge ("the director of film X", "X's stepmother" = X's
    father's wife), the bridge person is read from X's own sentences first, then the answer from the
    bridge's page.
@@ -61,11 +62,12 @@ from rapidfuzz.distance import Levenshtein
 from mmkg import numerals
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
+from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.lookup import codes, keyed_lines
 from mmkg.generation.phrases import focus_phrases, tags
-from mmkg.generation.quantities import as_asked, crowded, run_of, scale_note, stated_scale, year_of
+from mmkg.generation.quantities import NUMBER, as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
     TYPE_ONLY,
@@ -75,6 +77,7 @@ from mmkg.generation.question import (
     labels_for,
     stem,
 )
+from mmkg.ingest.pdf_tables import CELL_SEP
 from mmkg.numerals import spelled_number
 from mmkg.parts import PART, kind_of
 from mmkg.retrieval.results import RetrievalResult
@@ -106,9 +109,6 @@ _APPOSITION = re.compile(r"\b(the|a|an|this|that|these|those|her|his|its|their|o
 # a sentence that opens by pointing back at the one before: a pronoun, or a demonstrative within its first words
 _CONTINUES = re.compile(r"^(?:(?:\w+\s+){0,2}(?:that|this|these|those|such)\b|(?:he|she|it|they|his|her|its|their)\b)",
                         re.IGNORECASE)  # fmt: skip
-# a number standing alone: not part of a name or code ("GPT-4", "PaLM-2L", "COVID-19", "B2B")
-_NUMBER = re.compile(r"(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?%?(?![\w-])"
-                     r"|(?<![\w.-])[-+]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?=-(?:fold|times|percent)\b)")
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 # a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
@@ -121,9 +121,6 @@ _CONTACTS = {
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
     "url": re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[\w/]|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io)(?:/[^\s<>\"]*)?\b"),
 }
-_WH = frozenset(stem(w) for w in ("what", "which", "who", "when", "where", "how"))
-_CELL_SEP = " | "  # between the cells of a table row (mmkg.ingest.pdf_tables.render)
-_DIGITS = re.compile(r"\d{4}")  # a year or a four-digit column name inside a token ("FY2015", "2015:")
 TABLE_UNLABELLED = 0.3  # "near" of a table cell whose column has no header
 _DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
 _OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
@@ -328,7 +325,7 @@ def date_key(text: str) -> tuple[int, int, int] | None:
 
 
 def _number_value(text: str) -> float | None:
-    m = _NUMBER.search(text.replace("\u2212", "-"))
+    m = NUMBER.search(text.replace("\u2212", "-"))
     if not m:
         return None
     try:
@@ -402,11 +399,11 @@ class Reader:
             for text, label, a, b in ents:
                 if label in ("DATE", "TIME") and (_MONTH.search(text) or _YEAR.search(text) or ":" in text):
                     covered |= set(range(a, b))  # "December 31, 2017", "10:30": a day or an hour is no quantity
-                elif label in labels and len(_NUMBER.findall(text)) < 2:  # "$ 650,788 $ 472,321": one per value
+                elif label in labels and len(NUMBER.findall(text)) < 2:  # "$ 650,788 $ 472,321": one per value
                     spans.append((text, label, a, b))
                     covered |= set(range(a, b))
             spans = [sp for sp in spans if _NUMERIC.search(sp[0])]  # "millions", "thousands": no value
-            for m in _NUMBER.finditer(s.text):
+            for m in NUMBER.finditer(s.text):
                 if (m.start() not in covered and not _YEAR.fullmatch(m.group(0))
                         and not _MONTH_NEXT.search(s.text[: m.start()]) and not _NEXT_MONTH.match(s.text[m.end() :])):
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
@@ -500,15 +497,15 @@ class Reader:
         if cell is not None:  # a table cell: what labels it is its row's label and its own column's header
             caption, label, header = cell
             share = share_in(_stems(f"{caption} {label} {header}"))
-            asked = _asked(q.text)
-            head = _asked(header)
+            asked = asked_words(q.text)
+            head = asked_words(header)
             near = len(head & asked) / len(head) if head else TABLE_UNLABELLED
             # the share of the question's words that the row's own label and the column's header name (the
             # caption names the table, the same for every row)
-            cover = len(asked & _asked(f"{label} {header}")) / len(asked) if asked else 0.0
+            cover = len(asked & asked_words(f"{label} {header}")) / len(asked) if asked else 0.0
             # ... and how much of the row's label the question asks: "PaLM-2L" is the row "PaLM-2L", not the row
             # "PaLM-2L + RAG", which holds every word asked too
-            row = _asked(label)
+            row = asked_words(label)
             cover *= 0.5 + 0.5 * (len(row & asked) / len(row)) if row else 1.0
         features = {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about,
                     "graph": graph, "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
@@ -556,7 +553,7 @@ class Reader:
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
-            row = value_type == "number" and _CELL_SEP in s.text
+            row = value_type == "number" and CELL_SEP in s.text
             for text, label, a, b in self._spans(q, s, labels, value_type):
                 if row and table_cell(s.text, a, b) is None:
                     continue  # a number in a row's labels or a column header ("2015:") is no cell's value
@@ -1061,72 +1058,6 @@ def _asks_kind(q: QuestionAnalysis) -> bool:
     return q.answer_type == "string" and bool(q.focus) and q.focus not in _TYPE_ONLY_FOCUS
 
 
-@lru_cache(maxsize=4096)
-def _asked(text: str) -> frozenset[str]:
-    """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015"); cached,
-    as every candidate of a question asks it of the same question and headers."""
-    return frozenset({stem(w) for w in _WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH
-                     | set(_DIGITS.findall(text)))  # fmt: skip
-
-
-@lru_cache(maxsize=4096)
-def _row_cells(text: str) -> tuple[tuple[tuple[int, str], ...], int]:
-    """A table row's cells as (offset, text) and the index of its first value cell (0: none, or no labels);
-    parsed once per row, however many of its numbers are candidates."""
-    cells, pos = [], 0
-    for part in text.split(_CELL_SEP):
-        cells.append((pos, part))
-        pos += len(part) + len(_CELL_SEP)
-    first_value = next((i for i, (_, part) in enumerate(cells) if _NUMBER.search(part.rpartition(": ")[2])), 0)
-    return tuple(cells), first_value
-
-
-def table_cell(text: str, a: int, b: int) -> tuple[str, str, str] | None:
-    """For a span in a table row as the PDF reader writes it ("Table 4 ... | Net income | 2015: $122,641 | ..."),
-    the row's caption, its label (the cell before the first value) and the span's column header; None when
-    the text is no such row, or the span is in its labels or headers, or follows its cell's first number."""
-    if _CELL_SEP not in text:
-        return None
-    cells, first_value = _row_cells(text)
-    if not first_value:
-        return None
-    for start, part in cells[first_value:]:
-        if start <= a and b <= start + len(part):
-            header, sep, _ = part.rpartition(": ")
-            if sep and a < start + len(header) + len(sep):
-                return None  # the span is in the header
-            value_at = start + len(header) + len(sep) if sep else start
-            first = _NUMBER.search(text, value_at, start + len(part))
-            if first is not None and a > first.start():
-                return None  # "66.4% (0.8%)": the spread after a cell's value is not its value
-            caption = " ".join(p for _, p in cells[: first_value - 1])
-            return caption, cells[first_value - 1][1], header if sep else ""
-    return None
-
-
-def named_cells(question: str, text: str) -> list[tuple[str, str, int, int]]:
-    """The value cells of a table row (``text``) whose row label and column header the question both name, as
-    spans: "What is the CAGR of television?" asks for the cell under "CAGR" in the row "TELEVISION" whatever
-    type of answer its words announce. A row's caption names every row of its table, so it names none here; nor
-    do years a question spans ("from 2012 to 2016") name a column when the row has a column for more than one."""
-    if _CELL_SEP not in text:
-        return []
-    cells, first_value = _row_cells(text)
-    asked = _asked(question)
-    if not first_value or not _asked(cells[first_value - 1][1]) & asked:
-        return []
-    headers = [part.rpartition(": ")[0] for _, part in cells[first_value:]]
-    if len({y for h in headers for y in _DIGITS.findall(h)} & asked) > 1:
-        asked = asked - set(_DIGITS.findall(question))
-    out = []
-    for start, part in cells[first_value:]:
-        header, sep, value = part.rpartition(": ")
-        if sep and _asked(header) & asked and _NUMBER.search(value) and value.strip():
-            at = start + len(header) + len(sep)
-            out.append((value.strip(), "CELL", at, at + len(value.strip())))
-    return out
-
-
 def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
     """The words of the question's names that no evidence sentence or title (nor ``also``: the documents' file
     names) holds, even misspelt by a letter or two ("Neflix" for Netflix): a capitalized word, the digits of a
@@ -1306,7 +1237,7 @@ def _clean_number(c: Candidate, q: QuestionAnalysis, sentences: Sequence[_Senten
     """A number candidate as an answer: in digits, no thousands commas or currency sign; a percentage keeps its %
     when one is asked; at the scale and precision the question asks (``mmkg.generation.quantities``), from the
     candidate's own scale (``_candidate_scale``)."""
-    m = _NUMBER.search(c.text)
+    m = NUMBER.search(c.text)
     if not m:  # "ten", "Twenty-five", "Ten percent": the value, as a number is written in an answer
         words, percent = _PERCENT_WORD.subn("", c.text)
         spelled = spelled_number(words)
@@ -1324,7 +1255,7 @@ def _clean_number(c: Candidate, q: QuestionAnalysis, sentences: Sequence[_Senten
 def _candidate_scale(c: Candidate, sentences: Sequence[_Sentence]) -> float | None:
     """The scale a number candidate is written at: a scale word in or after it ("$3.0 billion"), else the
     statement note of its chunk ("(in thousands)"); None for a plain number."""
-    m = _NUMBER.search(c.text)
+    m = NUMBER.search(c.text)
     own = stated_scale(c.text, m.end()) if m else None
     note = next((x.scale for x in sentences if x.label == c.evidence and x.text == c.sentence), None)
     return own or stated_scale(c.sentence, c.end, note)

@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+#: between a rendered row's cells: "Net income | 2015: $122,641" (the readers split rows on it)
+CELL_SEP = " | "
 #: a number cell: "$ 122,641", "(37,887)", "12.5%", "-3.2"; a lone dash is an empty cell
 _VALUE = re.compile(r"^[($€£¥+-]*\d(?:[\d,]*\d)?(?:\.\d+)?%?\)?%?(?:\s?[(±]\s?\d[\d,]*(?:\.\d+)?%?\)?)?[*†]?$|^[—–-]$")
 _SPREAD = re.compile(r"^\(±?\d[\d,]*(?:\.\d+)?%?\)$")
@@ -334,6 +336,6 @@ def render(table: Table) -> list[str]:
         parts = [f"{h}: {v}" if h else v for h, v in zip(table.headers + [""] * len(cells), cells, strict=False) if v]
         if not parts:
             continue
-        head = " | ".join(p for p in (prefix, label) if p)
-        out.append(" | ".join([head, *parts]) if head else " | ".join(parts))
+        head = CELL_SEP.join(p for p in (prefix, label) if p)
+        out.append(CELL_SEP.join([head, *parts]) if head else CELL_SEP.join(parts))
     return out
