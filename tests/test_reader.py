@@ -492,3 +492,18 @@ def test_a_contact_is_read_as_the_string_of_its_shape():
     # a count of phones is still a number
     assert analyze("How many phones were sold in 2020?").answer_type == "number"
 
+
+
+def test_a_bullet_or_control_character_opening_a_name_is_no_part_of_the_answer():
+    from mmkg.generation.base import Evidence
+
+    # the build's spans as spaCy found them in a PDF's text: a Wingdings bullet mapped to U+0099, and a "•"
+    text = "Kettle controls:\n\x99 Boil Switch starts heating the water.\n• Keep Warm Button holds it at 80 degrees."
+    ev = [Evidence(label=1, kind="chunk", text=text, chunk_id="c0", doc_id="d1", title="Kettle", source_path="k.pdf",
+                   mentions=(("\x99 Boil Switch", "ORG"), ("• Keep Warm Button", "ORG")))]  # fmt: skip
+    ans = Reader().read(analyze("Which control starts heating the water?"), None, ev)
+    assert ans.text == "Boil Switch", ans.reason
+    sup = ans.support[0]
+    assert sup.sentence[sup.start : sup.end] == "Boil Switch"
+    candidates = [c.text for c in Reader(min_confidence=0).read(analyze("Which button holds it?"), None, ev).candidates]
+    assert candidates and not any(c[0] in "\x99•" for c in candidates), candidates

@@ -116,6 +116,8 @@ _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
+# bullets and control characters a PDF's text may open a line with ("•", "▪", Wingdings' "\uf0b7", a C1 "\x99")
+_LEADING_MARK = re.compile(r"^(?:[\x00-\x1f\x7f-\x9f•·▪●◦‣■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]\s*)+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
@@ -449,6 +451,8 @@ class Reader:
                 text, b = text[:-1], b - 1
             bare = text.rstrip(",;: ")  # "Glen Cove," as NER cut it from "Glen Cove, Long Island"
             text, b = bare, b - (len(text) - len(bare))
+            if lead := _LEADING_MARK.match(text):  # "• Power", "\x99 Switch": a list's bullet is no part of it
+                text, a = text[lead.end() :], a + lead.end()
             n = normalize(text)
             if not n or (f" {n} " in qn and q.answer_type != "choice"):
                 continue  # the question's own words are not its answer
