@@ -493,7 +493,6 @@ def test_a_contact_is_read_as_the_string_of_its_shape():
     assert analyze("How many phones were sold in 2020?").answer_type == "number"
 
 
-
 def test_a_bullet_or_control_character_opening_a_name_is_no_part_of_the_answer():
     from mmkg.generation.base import Evidence
 
