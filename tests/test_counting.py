@@ -226,3 +226,34 @@ def test_the_answer_path_attaches_the_evidence_s_lists_to_a_how_many_question(ar
     retrieve(art_index, "Who painted The Blue Harbour?")
     retrieve(art_index, "How many appendices does The Blue Harbour have?")  # a count of parts: no lists
     assert asked == ["How many paintings did Margit Holm make?"]
+
+
+def test_a_markdown_manual_s_list_is_counted_though_its_chunks_have_no_page(tmp_path: Path):
+    from mmkg.ingest.text import read_markdown
+    from mmkg.retrieval.document_lists import evidence_lists
+    from mmkg.retrieval.results import RetrievedChunk
+
+    path = tmp_path / "stalls.md"
+    path.write_text("# Market stalls\n\nTo close a stall:\n\n1. Lock the till.\n2. Lower the shutter.\n\n"
+                    "## Opening\n\nTo open a stall:\n\n1. Unlock the shutter.\n2. Switch on the lights.\n"
+                    "3. Sign the register.\n")  # fmt: skip
+    doc, _ = read_markdown(path, path.read_bytes(), "stalls.md")
+    documents = schemas.frame(
+        [{"doc_id": "m1", "partition": "p", "source_path": "stalls.md", "record_key": "", "kind": "markdown",
+          "title": doc.title, "text": doc.text, "page_starts": doc.page_starts, "n_pages": len(doc.page_starts),
+          "content_sha256": "x", "n_bytes": 1}],
+        schemas.DOCUMENTS,
+    )  # fmt: skip
+    chunks = chunk_documents(documents, schemas.empty(schemas.IMAGES), max_tokens=30)
+    assert chunks.height >= 2 and chunks["page"].is_null().all()
+    # the chunk with the opening steps' first item ranks first, the one with both headings second
+    ranked = chunks.sort(pl.col("text").str.contains("Unlock the shutter"), descending=True)
+    hits = [RetrievedChunk(i, r["chunk_id"], "m1", "p", "Market stalls", "stalls.md", None, r["text"], 1 - i / 10)
+            for i, r in enumerate(ranked.iter_rows(named=True))]  # fmt: skip
+    result = RetrievalResult("v", "mg2", "default", "q", None, hits)
+    result.lists = evidence_lists(_ChunksOnly(chunks), result)
+    assert [e.heading for e in result.lists] == ["To open a stall:", "To close a stall:"]
+    evidence = [Evidence(label=h.rank + 1, kind="chunk", text=h.text, chunk_id=h.chunk_id, doc_id="m1",
+                         title="Market stalls", source_path="stalls.md") for h in hits]  # fmt: skip
+    ans = Reader().read(analyze("How many steps are needed to open a stall?"), result, evidence)
+    assert (ans.text, ans.method) == ("3", "list"), ans.reason

@@ -3,7 +3,7 @@
 A question that counts what a list sets out ("How many steps are required to replace the grille?") needs the
 lists of the document its evidence comes from, in reading order across chunk and page boundaries. They are
 derived from the open version's own chunks, once per document and open index (``mmkg.index.derived``), and
-``evidence_lists`` keeps those on the evidence's pages, best first.
+``evidence_lists`` keeps those on the evidence's pages, best first (all of a document without pages).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def document_lists(index: Index, doc_id: str) -> list[Enumeration]:
 
 def evidence_lists(index: Index, result: RetrievalResult) -> list[Enumeration]:
     """The lists of the top document that run over a page its retrieved chunks come from, ordered by the best
-    rank of those pages."""
+    rank of those pages. A document without pages (Markdown, plain text) keeps all its lists, those whose
+    heading or first item a retrieved chunk shows first, in the order of those chunks' ranks."""
     if not result.chunks:
         return []
     doc_id = result.chunks[0].doc_id
@@ -42,5 +43,14 @@ def evidence_lists(index: Index, result: RetrievalResult) -> list[Enumeration]:
     for c in result.chunks:
         if c.doc_id == doc_id and c.page is not None:
             rank.setdefault(c.page, len(rank))
-    found = [e for e in document_lists(index, doc_id) if any(p in rank for p in e.pages)]
+    lists = document_lists(index, doc_id)
+    if not rank:
+        texts = [c.text for c in result.chunks if c.doc_id == doc_id]
+
+        def shown(e: Enumeration) -> int:
+            lines = [line for line in (e.heading, e.items[0] if e.items else "") if line]
+            return next((i for i, t in enumerate(texts) if any(line in t for line in lines)), len(texts))
+
+        return sorted(lists, key=shown)
+    found = [e for e in lists if any(p in rank for p in e.pages)]
     return sorted(found, key=lambda e: min(rank.get(p, len(rank)) for p in e.pages))
