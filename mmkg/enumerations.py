@@ -35,12 +35,12 @@ MAX_HEADING = 160  # characters of a heading line kept
 # under "1. Plug in." is a list of its own)
 _NUMBERED = re.compile(r"^\s*(?P<step>step\s+)?(?P<n>\d{1,2})(?:(?P<mark>[.):])(?!\d)\s*|\s+)(?=\S)", re.IGNORECASE)
 # glyphs that are only ever bullets: the usual ones and the private-use bullets of the Symbol and Wingdings fonts
-_GLYPH = r"[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]"
+BULLET_GLYPH = r"[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]"
 # a marker alone on its line ("2." at a chunk's end): it belongs to the line after it
-_LONE = re.compile(rf"^\s*(?:(?:step\s+)?\d{{1,2}}[.):]|{_GLYPH})\s*$", re.IGNORECASE)
+_LONE = re.compile(rf"^\s*(?:(?:step\s+)?\d{{1,2}}[.):]|{BULLET_GLYPH})\s*$", re.IGNORECASE)
 # a glyph that is only ever a bullet may touch its text; "-", "*" and "–" need a space and a word after them (not
 # a page footer's "– 2 –"), and Wingdings' "l" a space and a capital ("l Wash", not "l 5 mm")
-_BULLET = re.compile(rf"^\s*(?:{_GLYPH}\s*(?=\S)|[*–-]\s+(?=[^\W\d_])|l\s+(?=[A-Z]))")
+_BULLET = re.compile(rf"^\s*(?:{BULLET_GLYPH}\s*(?=\S)|[*–-]\s+(?=[^\W\d_])|l\s+(?=[A-Z]))")
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
 from mmkg import numerals
+from mmkg.enumerations import BULLET_GLYPH
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.cells import asked_words, named_cells, table_cell
@@ -116,8 +117,9 @@ _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
-# bullets and control characters a PDF's text may open a line with ("•", "▪", Wingdings' "\uf0b7", a C1 "\x99")
-_LEADING_MARK = re.compile(r"^(?:[\x00-\x1f\x7f-\x9f•·▪●◦‣■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]\s*)+")
+# bullets and control characters a PDF's text may open a line with ("•", "▪", Wingdings' "\uf0b7", a C1 "\x99"):
+# the lists' own bullet glyphs, the middle dot and the triangular bullet, and the C0 and C1 control characters
+_LEADING_MARK = re.compile(rf"^(?:(?:[\x00-\x1f\x7f-\x9f·‣]|{BULLET_GLYPH})\s*)+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
