@@ -137,7 +137,13 @@ def test_a_question_naming_what_no_evidence_mentions_is_declined():
     assert reader.read(analyze("What was Nordlne's fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
     ev = [*(_evidence(*REPORT))]
     ev = [type(e)(**{**e.__dict__, "source_path": "docs/SEAWAYS_2019_10K.pdf"}) for e in ev]
-    assert reader.read(analyze("What was Seaways' fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
+    named = reader.read(analyze("What was Seaways' fuel expense in 2018? Answer in millions."), None, ev)
+    assert named.text == "44.9" and named.coverage == 1.0, named
+    # two neighbouring letters swapped are one slip ("Saeways"), as a letter left out is; two slips make another name
+    swapped = reader.read(analyze("What was Saeways' fuel expense in 2018? Answer in millions."), None, ev)
+    assert swapped.text == "44.9" and swapped.confidence == named.confidence, swapped
+    ans = reader.read(analyze("What was Saewyas' fuel expense in 2018? Answer in millions."), None, ev)
+    assert ans.abstained and "Saewyas" in ans.reason, ans
 
 
 @pytest.mark.parametrize(

@@ -57,7 +57,7 @@ from pathlib import PurePath
 from typing import Any
 
 from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+from rapidfuzz.distance import OSA
 
 from mmkg import numerals
 from mmkg.enumerations import BULLET_GLYPH
@@ -627,9 +627,11 @@ class Reader:
             for sp in ans.support
         ]  # fmt: skip
         ans.path = self._path(q, ans, sentences, result)
-        ans.coverage, missing = self._coverage(q, sentences)
+        # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
+        files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
+        ans.coverage, missing = self._coverage(q, sentences, files)
         if ans.method == "arithmetic" and q.arithmetic is not None:  # "higher", "sum": the operation's own words
-            ans.coverage, missing = min((self._coverage(analyze(sq, self.model), sentences)
+            ans.coverage, missing = min((self._coverage(analyze(sq, self.model), sentences, files)
                                          for sq in q.arithmetic.questions), key=lambda c: c[0])  # fmt: skip
         if ans.method in ("span", "arithmetic") and not ans.abstained:
             # a question about something the evidence never mentions is rarely answered by it
@@ -637,8 +639,6 @@ class Reader:
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
         if ans.method in ("span", "arithmetic", "parts", "list") and not ans.abstained:
-            # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
-            files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
             absent = absent_names(q, sentences, files)
             if absent:  # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
@@ -740,9 +740,11 @@ class Reader:
                            reason=f"the {chosen.style} list under {chosen.heading!r} ({pages}) sets out {n} item(s), "
                                   f"and its heading holds {share:.0%} of the question's words")  # fmt: skip
 
-    def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> tuple[float, list[str]]:
+    def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "",
+                  ) -> tuple[float, list[str]]:  # fmt: skip
         """The share of the question's own words (relation words and the words of its names) that the evidence
-        holds anywhere, and the words it lacks."""
+        holds anywhere, and the words it lacks. A name's word is held where :func:`absent_names` finds it: misspelt
+        by a slip ("Netfilx"), or in ``also`` (the documents' file names)."""
         words = {stem(w): w for w in q.relation_words}
         for name in q.entities:
             words.update({stem(w): w for w in _WORD.findall(name) if len(w) > 2 and w.lower() not in STOPWORDS})
@@ -752,6 +754,9 @@ class Reader:
         for s in sentences:
             seen |= _stems(s.text) | _stems(s.title)
         missing = [w for st, w in words.items() if st not in seen]
+        if missing:
+            held = set(name_words(q)) - set(absent_names(q, sentences, also))
+            missing = [w for w in missing if w not in held]
         return round(1.0 - len(missing) / len(words), 3), missing
 
     def _total(self, c: Candidate) -> float:
@@ -1064,9 +1069,8 @@ def _asks_kind(q: QuestionAnalysis) -> bool:
     return q.answer_type == "string" and bool(q.focus) and q.focus not in _TYPE_ONLY_FOCUS
 
 
-def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
-    """The words of the question's names that no evidence sentence or title (nor ``also``: the documents' file
-    names) holds, even misspelt by a letter or two ("Neflix" for Netflix): a capitalized word, the digits of a
+def name_words(q: QuestionAnalysis) -> list[str]:
+    """The words of the question's names that must be found in the evidence: a capitalized word, the digits of a
     word that holds a year ("2022" of "FY2022"), or a code whole ("AR03", "P-26"). The numbers of a document's
     parts ("Page 5", "Figure 1") are where to look, not what is named."""
     words: dict[str, str] = {}
@@ -1081,6 +1085,15 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
                     words.setdefault(w, w)
             elif w[:1].isupper() and len(w) > 2:
                 words.setdefault(w, w)
+    return list(words)
+
+
+def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "") -> list[str]:
+    """The words of the question's names that no evidence sentence or title (nor ``also``: the documents' file
+    names) holds, even misspelt by a letter or two ("Neflix", "Netfilx" for Netflix: two neighbouring letters
+    swapped are one slip, as optimal string alignment counts them, not two as Levenshtein's).
+    :func:`name_words` says which words of the names count."""
+    words = name_words(q)
     if not words:
         return []
     text = " ".join(f"{s.title} {s.text}" for s in sentences) + " " + also
@@ -1100,7 +1113,7 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
             if low in vocab or stem(low) in stems:
                 continue
             limit = 1 if len(low) < 8 else 2
-            if len(low) >= 5 and process.extractOne(low, vocab, scorer=Levenshtein.distance,
+            if len(low) >= 5 and process.extractOne(low, vocab, scorer=OSA.distance,
                                                     score_cutoff=limit) is not None:  # fmt: skip
                 continue
         out.append(w)
