@@ -14,6 +14,17 @@ if ! "$PY" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
   exit 1
 fi
 EXTRAS=${MMKG_EXTRAS:-dev}
+# A fresh .venv takes about 8.5 GB (PyPI's torch wheel brings 4 GB of CUDA libraries, even on a CPU machine):
+# say so before pip fails half-way with "[Errno 28] No space left on device". MMKG_MIN_FREE_GB=0 skips it.
+if ! compgen -G ".venv/.mmkg-installed-*" >/dev/null; then  # no install has finished here yet
+  need_gb=${MMKG_MIN_FREE_GB:-9}
+  free_gb=$(df -Pk . | awk 'NR==2 {print int($4 / 1048576)}')
+  if [ -n "$free_gb" ] && [ "$free_gb" -lt "$need_gb" ]; then
+    echo "mmkg's .venv needs about ${need_gb} GB free and $(pwd) has ${free_gb} GB: free some space" \
+      "(old clones, /tmp, pip's cache) and re-run, or set MMKG_MIN_FREE_GB=0 to try anyway" >&2
+    exit 1
+  fi
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

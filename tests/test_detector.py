@@ -9,8 +9,10 @@ replaced by ``text_embedder``), detection quality of trained weights, and SAM 3 
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -31,7 +33,9 @@ from mmkg.vision.detector import (
 )
 
 os.environ.setdefault("YOLO_OFFLINE", "1")  # ultralytics is imported lazily, after this line
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="mmkg-yolo-"))
+if "YOLO_CONFIG_DIR" not in os.environ:  # ultralytics writes its settings there; removed when the run ends
+    os.environ["YOLO_CONFIG_DIR"] = tempfile.mkdtemp(prefix="mmkg-yolo-")
+    atexit.register(shutil.rmtree, os.environ["YOLO_CONFIG_DIR"], ignore_errors=True)
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
 HORSE = SAMPLE / "nature_and_objects" / "images" / "horse.jpg"
