@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mmkg.generation.base import Evidence
-from mmkg.generation.lookup import codes, keyed_lines, row_value
+from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, row_value
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import KEYED, NOT_ANSWERABLE, Reader
 from mmkg.retrieval.results import RetrievalResult
@@ -61,6 +61,47 @@ def test_the_reader_answers_from_the_line_a_code_keys_and_declines_a_code_no_lin
     assert Reader().read(analyze("What's the market name for code HS02?"), None, twice).method != "lookup"
     # a yes/no question about a code asks no lookup
     assert Reader().read(analyze("Is market HS02 part of the Northern district?"), None, evidence).method != "lookup"
+
+
+COVER = [
+    "Harbour Board Strategic Plan 2016-2020\nVersion 1.3\nRevised May 2016\nProduced by:\n"
+    "Nordmark Harbour Authority\n12 Quay Street, Box 4\nNote: figures are rounded.",
+    "Visitors by age group\n18-24 26.2\n25-34 32.1\n35-44 25.2\nSource: Nordmark Tourism Survey\n"
+    "The ferries carried more visitors in summer than in any other season.",
+]
+
+
+def test_a_label_the_question_asks_for_gives_the_value_after_it():
+    items = [(1, "• Source:eMarketer\nNote: rounded"), (2, "Source of funds: (Harbour Fund)")]
+    lines = labelled_lines({"sourc", "data"}, "sourc", items)
+    # a bullet before the label is no part of it; "Note" is no word the question asks with; a label of more
+    # words than the question asks with ("Source of funds") is another label
+    assert [(k.key, k.value, k.label) for k in lines] == [("Source", "eMarketer", 1)]
+    # the value on the next line when the label ends its own; a web address is no label
+    lines = labelled_lines({"produ"}, "", [(1, "Produced by:\nNordmark Harbour Authority\nhttp://nordmark.example")])
+    assert [(k.key, k.value) for k in lines] == [("Produced by", "Nordmark Harbour Authority")]
+    assert labelled_lines({"sourc"}, "sourc", [(1, "See http://nordmark.example/source")]) == []
+
+
+def test_the_reader_answers_from_a_label_and_holds_it_to_the_question_s_year(tmp_path: Path):
+    _, chunks = _chunked(tmp_path, "plan.pdf", COVER, "d1", "Strategic plan", 400)
+    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
+                         title="Strategic plan", source_path="plan.pdf", page=r["page"], chunk_index=r["chunk_index"])
+                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    ans = Reader().read(analyze("Who produced the document that was revised on May 2016?"), None, evidence)
+    assert (ans.text, ans.method, ans.confidence) == ("Nordmark Harbour Authority", "label", KEYED), ans.reason
+    sup = ans.support[0]
+    assert sup.sentence[sup.start : sup.end] == "Nordmark Harbour Authority" and "Produced by" in ans.reason
+    ans = Reader().read(analyze("What is the source of the data on visitors by age group?"), None, evidence)
+    assert (ans.text, ans.method) == ("Nordmark Tourism Survey", "label"), ans.reason
+    # the item that gives the value does not state the year the question names: no label answers it
+    ans = Reader().read(analyze("Who produced the document that was revised on May 2018?"), None, evidence)
+    assert ans.method != "label", ans.reason
+    # two items that give the label different values: no label answers it
+    other = Evidence(label=9, kind="chunk", text="Produced by: Sealink Ferries 2016", chunk_id="x", doc_id="d2",
+                     title="Other", source_path="o.pdf", page=1)  # fmt: skip
+    ans = Reader().read(analyze("Who produced the document that was revised on May 2016?"), None, [*evidence, other])
+    assert ans.method != "label", ans.reason
 
 
 def test_an_answer_read_off_another_page_than_the_question_points_at_is_declined(tmp_path: Path):

@@ -11,6 +11,14 @@ not a year ("FY2015"), an ordinal ("21st"), a quantity ("16GB") or a number join
 ``row_value`` is what such a line gives for it: the line without the code, its list number and the separators
 around them, or in a rendered table row the cell whose header the question names. The reader answers with it
 only when the question names one code and every line that holds it gives the same value.
+
+**Lookup by a label**: "Who produced the document?" is answered by "Produced by: Florida Department of Health"
+(the value on the label's line, or on the next line when the label ends its own), "What is the source of the
+data?" by "Source: eMarketer". Covers, forms, chart notes and contact blocks state such facts as a label and
+a value, never as a sentence, and the span reader took the street on the next line for the producer.
+``labelled_lines`` finds the lines whose label (at most four words before a colon, outside table rows) holds
+only words the question asks with: its relation words and the noun it asks for, which the label must hold when
+the question has one ("source"); the reader answers with the value when every such line gives the same.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mmkg.enumerations import BULLET_GLYPH
 from mmkg.generation.extractive import content_words
 from mmkg.ingest.pdf_tables import CELL_SEP
 
@@ -29,6 +38,12 @@ _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|s)", re.IGNORECASE)  # "21st", "1990s"
 _UNIT = re.compile(r"\d+(?:[.,]\d+)?(?:k|m|bn|kg|km|cm|mm|ml|gb|mb|tb|hz|ghz|mhz|kb|pm|am|x|h|d|p)", re.IGNORECASE)
 _LIST_NUMBER = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|[a-z][.)]|[•·▪●◦‣\-–])\s+")
 _EDGES = " \t|:;,.-–—=()[]"
+# "Produced by: ...", "• Source:eMarketer": a label opens the line (after a bullet), a colon ends it
+_BULLET = re.compile(rf"^(?:(?:{BULLET_GLYPH}|[·‣])\s*)+")
+_LABELLED = re.compile(rf"^\s*(?:(?:{BULLET_GLYPH}|[·‣\-–])\s*)?(?P<label>[^\W\d_][^\n:]{{0,40}}?)\s*:(?!//)\s*"
+                       r"(?P<value>.*)$")
+_LABEL_WORDS = 4  # "Date of issue", "Produced by", "Name of the provider": longer is a clause, no label
+_VALUE_WORDS = 12  # a value is a name, a date, a number: longer is a sentence
 
 
 @dataclass(frozen=True)
@@ -103,3 +118,50 @@ def _whole(code: str) -> re.Pattern[str]:
 
 def _has(text: str, code: str) -> bool:
     return _whole(code).search(text) is not None
+
+
+@dataclass(frozen=True)
+class LabelledLine:
+    """A line of one evidence item that opens with a label the question asks for."""
+
+    key: str  # the label as written ("Produced by")
+    line: str
+    label: int  # the evidence item's number
+    value: str  # what follows the colon, or the next line when the label ends its own
+
+
+def labelled_lines(asked: set[str], head: str, evidence: Iterable[tuple[int, str]]) -> list[LabelledLine]:
+    """The evidence lines (``(label, text)`` items) that open with a label made only of ``asked`` words
+    (``content_words`` stems: the question's relation words and the noun it asks for) and holding ``head`` (that
+    noun's stem) when it is given, each with its value: the rest of the line, or the next non-empty line when
+    the label ends its own ("Produced by:" above "Florida Department of Health"). Table rows are left to the
+    cells (``mmkg.generation.cells``); a value of more than twelve words is a sentence, not a value."""
+    found = []
+    for label, text in evidence:
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            m = _LABELLED.match(line)
+            if m is None or CELL_SEP in line or len(m["label"].split()) > _LABEL_WORDS:
+                continue
+            words = content_words(m["label"])
+            if not words or not words <= asked or (head and head not in words):
+                continue
+            value = m["value"].strip() or next((x.strip() for x in lines[i + 1 : i + 3] if x.strip()), "")
+            value = _trim(_LIST_NUMBER.sub("", _BULLET.sub("", value)))
+            if value and len(value.split()) <= _VALUE_WORDS and re.search(r"[^\W_]", value) and \
+                    _LABELLED.match(value) is None:  # fmt: skip
+                found.append(LabelledLine(m["label"].strip(), line.strip(), label, value))
+    return found
+
+
+def _trim(value: str) -> str:
+    """A value without the separators at its ends, its brackets kept where they pair ("GS6001 (Research
+    Ethics)"), dropped where they do not ("(eMarketer")."""
+    value = value.strip(" \t|:;,.-–—=")
+    if value.startswith("(") and value.endswith(")") and value.count("(") == 1:
+        return value[1:-1].strip()
+    if value.count("(") > value.count(")"):
+        value = value.lstrip("(")
+    if value.count(")") > value.count("("):
+        value = value.rstrip(")")
+    return value.strip()

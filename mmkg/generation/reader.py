@@ -30,8 +30,9 @@
    "respectively" sentence or a table column states for another year than the question names scores half; the
    day of a date is no quantity. **Arithmetic** (``mmkg.generation.arithmetic``): a difference, sum or change of
    two values is read as two number questions and computed, both values cited.
-7. **Lookup by a code** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line that holds
-   "AR01" gives for it ("1. Little Rock AR01"), which no sentence states.
+7. **Lookup by a code or a label** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line
+   that holds "AR01" gives for it ("1. Little Rock AR01"), "who produced the document" what follows the label
+   "Produced by:", which no sentence states.
 8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
    answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``),
    and an answer read off another page of the document than the one the question points at ("the governor as
@@ -66,7 +67,7 @@ from mmkg.generation.base import Evidence
 from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.extractive import STOPWORDS
-from mmkg.generation.lookup import codes, keyed_lines
+from mmkg.generation.lookup import codes, keyed_lines, labelled_lines
 from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import NUMBER, as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import (
@@ -88,7 +89,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: MMLongBench-Doc dev accuracy, re-chosen by the same rule after the two-hop and contact mechanisms: 0.357 at
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
-KEYED = 0.5  # a value read off the one line that a question's code keys (``lookup``)
+KEYED = 0.5  # a value read off the lines that a question's code or label keys (``lookup``, ``label``)
 _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
 _KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
@@ -192,7 +193,7 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -613,6 +614,9 @@ class Reader:
         elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
                 (keyed := self._keyed(q, evidence, sentences)) is not None:  # fmt: skip
             ans = keyed
+        elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
+                (labelled := self._labelled(q, evidence, sentences)) is not None:  # fmt: skip
+            ans = labelled
         else:
             ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
                 q, sentences, result)
@@ -638,7 +642,7 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
-        if ans.method in ("span", "arithmetic", "parts", "list") and not ans.abstained:
+        if ans.method in ("span", "arithmetic", "parts", "list", "label") and not ans.abstained:
             absent = absent_names(q, sentences, files)
             if absent:  # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
                 ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
@@ -678,11 +682,40 @@ class Reader:
                            reason=f"the one line of the evidence that holds {k.code}{times}: {k.line!r}")  # fmt: skip
 
     @staticmethod
+    def _labelled(q: QuestionAnalysis, evidence: Sequence[Evidence], sentences: Sequence[_Sentence],
+                  ) -> ShortAnswer | None:  # fmt: skip
+        """The value the evidence gives under a label the question asks for (``mmkg.generation.lookup``):
+        "Produced by: Florida Department of Health" for "who produced the document?". A what/which question
+        must name the noun it asks for and the label must hold it ("source" in "Source: eMarketer"); a who
+        question's label holds its verb. Only items that state the years the question names count. None when no
+        line opens with such a label, or lines give it different values."""
+        head = q.focus.lower()[:5] if q.focus else ""
+        if not head and q.wh not in ("who", "whom"):
+            return None
+        asked = set(q.relation) | ({head} if head else set())
+        # the value is read off one item: the years the question names ("revised on May 2016") must be there
+        items = [(e.label, e.text) for e in evidence if e.kind == "chunk" and all(str(y) in e.text for y in q.years)]
+        lines = labelled_lines(asked, head, items)
+        if len({normalize(k.value) for k in lines}) != 1:
+            return None
+        k = lines[0]
+        mine = [s for s in sentences if s.label == k.label]
+        s = next((s for s in mine if k.value in s.text), None)
+        support = []
+        if s is not None:
+            at = s.text.find(k.value)
+            support.append(Support(s.label, s.text, at, at + len(k.value)))
+        times = f", {len(lines)} times" if len(lines) > 1 else ""
+        return ShortAnswer(k.value, q.answer_type, KEYED, method="label", support=support,
+                           reason=f"the evidence gives it under the label {k.key!r}{times}: {k.line!r}")  # fmt: skip
+
+    @staticmethod
     def _off_page(ans: ShortAnswer, evidence: Sequence[Evidence], result: RetrievalResult | None) -> str:
         """Why an answer read off one sentence cannot answer a question that points at other pages of the same
         document ("on the last page", "page 14"), or "" when it can: the question says where the answer is."""
         pointed = result.pointed_pages if result is not None else {}
-        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic", "lookup") or not ans.support:
+        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic", "lookup", "label") or \
+                not ans.support:  # fmt: skip
             return ""
         home = next((e for e in evidence if e.label == ans.support[0].label), None)
         if home is None or home.page is None or home.doc_id not in pointed or home.page in pointed[home.doc_id]:
