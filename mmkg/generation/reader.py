@@ -622,9 +622,7 @@ class Reader:
                 q, sentences, result)
             if q.arithmetic is not None and ans.method != "arithmetic" and not ans.abstained:
                 # a difference or a sum answered by one value read off the evidence is wrong by construction
-                ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
-                ans.reason = (f"declined: the question asks for the {q.arithmetic.kind} of two values and the "
-                              f"evidence gave one (best guess {ans.guess!r})")  # fmt: skip
+                _decline(ans, f"the question asks for the {q.arithmetic.kind} of two values and the evidence gave one")
         ans.support = [
             Support(sp.label, sp.sentence, sp.start, sp.end, offsets[(sp.label, sp.sentence)].chunk_id,
                     offsets[(sp.label, sp.sentence)].offset) if (sp.label, sp.sentence) in offsets else sp
@@ -645,18 +643,13 @@ class Reader:
         if ans.method in ("span", "arithmetic", "parts", "list", "label") and not ans.abstained:
             absent = absent_names(q, sentences, files)
             if absent:  # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
-                ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
-                ans.reason = f"declined: the question names {', '.join(absent[:4])}, which no evidence mentions " \
-                             f"(best guess {ans.guess!r})"
+                _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
         if off:  # "the governor as mentioned on the last page", read on the first
-            ans.guess, ans.text, ans.abstained, ans.confidence = ans.text, NOT_ANSWERABLE, True, 0.0
-            ans.reason = f"declined: {off} (best guess {ans.guess!r})"
+            _decline(ans, off)
         if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list") and \
                 ans.confidence < self.min_confidence:
-            ans.guess, ans.text, ans.abstained = ans.text, NOT_ANSWERABLE, True
-            ans.reason = (f"declined: confidence {ans.confidence:.2f} is below {self.min_confidence:.2f} "
-                          f"(best guess {ans.guess!r})")  # fmt: skip
+            _decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
         return ans
 
     @staticmethod
@@ -1255,6 +1248,18 @@ def _valid(c: Candidate, vtype: str) -> bool:
     if vtype == "number":
         return _number_value(c.text) is not None
     return True
+
+
+def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
+    """Turns ``ans`` into "Not answerable" in place, saying why; its text stays as the best guess, with the reason
+    that made it the best, so a person can still check the guess ("declined: confidence 0.09 is below 0.25 (best
+    guess 'Edmonton': the best-scored place of Jocelyn Lovell, the husband the question names, ...)")."""
+    guess, because = ans.text, ans.reason
+    ans.guess, ans.text, ans.abstained = guess, NOT_ANSWERABLE, True
+    if not keep_confidence:
+        ans.confidence = 0.0
+    ans.reason = f"declined: {why} (best guess {guess!r}: {because})" if because else \
+        f"declined: {why} (best guess {guess!r})"
 
 
 def bare_title(title: str) -> str:
