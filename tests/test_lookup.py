@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from mmkg.generation.base import Evidence
@@ -92,6 +93,11 @@ def test_the_reader_answers_from_a_label_and_holds_it_to_the_question_s_year(tmp
     assert (ans.text, ans.method, ans.confidence) == ("Nordmark Harbour Authority", "label", KEYED), ans.reason
     sup = ans.support[0]
     assert sup.sentence[sup.start : sup.end] == "Nordmark Harbour Authority" and "Produced by" in ans.reason
+    # the build's entity spans (as the answer path attaches them) say what it is: who produced it is an organization
+    assert ans.answer_type == "person"
+    tagged = [replace(e, mentions=(("Nordmark Harbour Authority", "ORG"), ("May 2016", "DATE"))) for e in evidence]
+    ans = Reader().read(analyze("Who produced the document that was revised on May 2016?"), None, tagged)
+    assert (ans.text, ans.answer_type, ans.method) == ("Nordmark Harbour Authority", "organization", "label")
     ans = Reader().read(analyze("What is the source of the data on visitors by age group?"), None, evidence)
     assert (ans.text, ans.method) == ("Nordmark Tourism Survey", "label"), ans.reason
     # the item that gives the value does not state the year the question names: no label answers it

@@ -72,6 +72,7 @@ from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import NUMBER, as_asked, crowded, run_of, scale_note, stated_scale, year_of
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
+    TYPE_LABELS,
     TYPE_ONLY,
     QuestionAnalysis,
     analyze,
@@ -695,11 +696,15 @@ class Reader:
         mine = [s for s in sentences if s.label == k.label]
         s = next((s for s in mine if k.value in s.text), None)
         support = []
+        answer_type = q.answer_type
         if s is not None:
             at = s.text.find(k.value)
             support.append(Support(s.label, s.text, at, at + len(k.value)))
+            # "who produced it?": an organization, where the build's entity spans say so
+            answer_type = next((t for _, label, a, b in s.ents or () if (a, b) == (at, at + len(k.value))
+                                for t, labels in TYPE_LABELS.items() if label in labels), answer_type)  # fmt: skip
         times = f", {len(lines)} times" if len(lines) > 1 else ""
-        return ShortAnswer(k.value, q.answer_type, KEYED, method="label", support=support,
+        return ShortAnswer(k.value, answer_type, KEYED, method="label", support=support,
                            reason=f"the evidence gives it under the label {k.key!r}{times}: {k.line!r}")  # fmt: skip
 
     @staticmethod
