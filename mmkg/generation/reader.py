@@ -613,11 +613,8 @@ class Reader:
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
         elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
-                (keyed := self._keyed(q, evidence, sentences)) is not None:  # fmt: skip
+                (keyed := self._keyed(q, evidence, sentences) or self._labelled(q, evidence, sentences)):  # fmt: skip
             ans = keyed
-        elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
-                (labelled := self._labelled(q, evidence, sentences)) is not None:  # fmt: skip
-            ans = labelled
         else:
             ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
                 q, sentences, result)
@@ -632,19 +629,20 @@ class Reader:
         ans.path = self._path(q, ans, sentences, result)
         # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
         files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
-        ans.coverage, missing = self._coverage(q, sentences, files)
+        absent = absent_names(q, sentences, files)
+        ans.coverage, missing = self._coverage(q, sentences, absent)
         if ans.method == "arithmetic" and q.arithmetic is not None:  # "higher", "sum": the operation's own words
-            ans.coverage, missing = min((self._coverage(analyze(sq, self.model), sentences, files)
-                                         for sq in q.arithmetic.questions), key=lambda c: c[0])  # fmt: skip
+            subs = [analyze(sq, self.model) for sq in q.arithmetic.questions]
+            ans.coverage, missing = min((self._coverage(sub, sentences, absent_names(sub, sentences, files))
+                                         for sub in subs), key=lambda c: c[0])  # fmt: skip
         if ans.method in ("span", "arithmetic") and not ans.abstained:
             # a question about something the evidence never mentions is rarely answered by it
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
-        if ans.method in ("span", "arithmetic", "parts", "list", "label") and not ans.abstained:
-            absent = absent_names(q, sentences, files)
-            if absent:  # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
-                _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
+        if ans.method in ("span", "arithmetic", "parts", "list", "label") and not ans.abstained and absent:
+            # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
+            _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
         if off:  # "the governor as mentioned on the last page", read on the first
             _decline(ans, off)
@@ -665,12 +663,7 @@ class Reader:
         if len(values) != 1:
             return None
         k = lines[0]
-        mine = [s for s in sentences if s.label == k.label]  # the sentence splitter may cut a line at "2."
-        s = next((s for s in mine if k.line in s.text), None) or next((s for s in mine if k.value in s.text), None)
-        support = []
-        if s is not None:
-            at = s.text.find(k.value)
-            support.append(Support(s.label, s.text, at, at + len(k.value) if at >= 0 else -1))
+        _, support = _value_support(sentences, k.label, k.value, k.line)
         times = f", {len(lines)} times" if len(lines) > 1 else ""
         return ShortAnswer(k.value, q.answer_type, KEYED, method="lookup", support=support,
                            reason=f"the one line of the evidence that holds {k.code}{times}: {k.line!r}")  # fmt: skip
@@ -693,14 +686,10 @@ class Reader:
         if len({normalize(k.value) for k in lines}) != 1:
             return None
         k = lines[0]
-        mine = [s for s in sentences if s.label == k.label]
-        s = next((s for s in mine if k.value in s.text), None)
-        support = []
+        s, support = _value_support(sentences, k.label, k.value)
         answer_type = q.answer_type
-        if s is not None:
-            at = s.text.find(k.value)
-            support.append(Support(s.label, s.text, at, at + len(k.value)))
-            # "who produced it?": an organization, where the build's entity spans say so
+        if s is not None:  # "who produced it?": an organization, where the build's entity spans say so
+            at = support[0].start
             answer_type = next((t for _, label, a, b in s.ents or () if (a, b) == (at, at + len(k.value))
                                 for t, labels in TYPE_LABELS.items() if label in labels), answer_type)  # fmt: skip
         times = f", {len(lines)} times" if len(lines) > 1 else ""
@@ -771,11 +760,11 @@ class Reader:
                            reason=f"the {chosen.style} list under {chosen.heading!r} ({pages}) sets out {n} item(s), "
                                   f"and its heading holds {share:.0%} of the question's words")  # fmt: skip
 
-    def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str = "",
+    def _coverage(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], absent: Sequence[str] = (),
                   ) -> tuple[float, list[str]]:  # fmt: skip
         """The share of the question's own words (relation words and the words of its names) that the evidence
-        holds anywhere, and the words it lacks. A name's word is held where :func:`absent_names` finds it: misspelt
-        by a slip ("Netfilx"), or in ``also`` (the documents' file names)."""
+        holds anywhere, and the words it lacks. A name's word is held unless ``absent`` (what :func:`absent_names`
+        found missing) holds it: misspelt by a slip ("Netfilx"), or in the documents' file names, it is there."""
         words = {stem(w): w for w in q.relation_words}
         for name in q.entities:
             words.update({stem(w): w for w in _WORD.findall(name) if len(w) > 2 and w.lower() not in STOPWORDS})
@@ -786,7 +775,7 @@ class Reader:
             seen |= _stems(s.text) | _stems(s.title)
         missing = [w for st, w in words.items() if st not in seen]
         if missing:
-            held = set(name_words(q)) - set(absent_names(q, sentences, also))
+            held = set(name_words(q)) - set(absent)
             missing = [w for w in missing if w not in held]
         return round(1.0 - len(missing) / len(words), 3), missing
 
@@ -1253,6 +1242,19 @@ def _valid(c: Candidate, vtype: str) -> bool:
     if vtype == "number":
         return _number_value(c.text) is not None
     return True
+
+
+def _value_support(sentences: Sequence[_Sentence], label: int, value: str, *first: str,
+                   ) -> tuple[_Sentence | None, list[Support]]:  # fmt: skip
+    """The sentence of evidence item ``label`` that holds one of ``first`` (tried in order; the sentence splitter
+    may cut a keyed line at "2.") or else ``value``, and the support marking ``value`` in it (start -1 when that
+    sentence does not spell it); (None, []) when no sentence of the item holds them."""
+    mine = [s for s in sentences if s.label == label]
+    s = next((s for text in (*first, value) for s in mine if text in s.text), None)
+    if s is None:
+        return None, []
+    at = s.text.find(value)
+    return s, [Support(s.label, s.text, at, at + len(value) if at >= 0 else -1)]
 
 
 def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
