@@ -36,6 +36,9 @@ MAX_HEADING = 160  # characters of a heading line kept
 _NUMBERED = re.compile(r"^\s*(?P<step>step\s+)?(?P<n>\d{1,2})(?:(?P<mark>[.):])(?!\d)\s*|\s+)(?=\S)", re.IGNORECASE)
 # glyphs that are only ever bullets: the usual ones and the private-use bullets of the Symbol and Wingdings fonts
 BULLET_GLYPH = r"[•●▪◦■□➢►▶✓✔\uf0a7\uf0b7\uf076\uf0d8\uf0fc]"
+# what a value or a span may open with and is no part of it ("• Power", "\x99 Switch"): the bullet glyphs, the
+# middle dot and the triangular bullet, and the C0 and C1 control characters a PDF maps a font's bullet to
+LEADING_MARK = re.compile(rf"^(?:(?:[\x00-\x1f\x7f-\x9f·‣]|{BULLET_GLYPH})\s*)+")
 # a marker alone on its line ("2." at a chunk's end): it belongs to the line after it
 _LONE = re.compile(rf"^\s*(?:(?:step\s+)?\d{{1,2}}[.):]|{BULLET_GLYPH})\s*$", re.IGNORECASE)
 # a glyph that is only ever a bullet may touch its text; "-", "*" and "–" need a space and a word after them (not

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mmkg.enumerations import BULLET_GLYPH
+from mmkg.enumerations import BULLET_GLYPH, LEADING_MARK
 from mmkg.generation.extractive import content_words
 from mmkg.ingest.pdf_tables import CELL_SEP
 
@@ -39,7 +39,6 @@ _UNIT = re.compile(r"\d+(?:[.,]\d+)?(?:k|m|bn|kg|km|cm|mm|ml|gb|mb|tb|hz|ghz|mhz
 _LIST_NUMBER = re.compile(r"^\s*(?:\(?\d{1,3}[.)]|[a-z][.)]|[•·▪●◦‣\-–])\s+")
 _EDGES = " \t|:;,.-–—=()[]"
 # "Produced by: ...", "• Source:eMarketer": a label opens the line (after a bullet), a colon ends it
-_BULLET = re.compile(rf"^(?:(?:{BULLET_GLYPH}|[·‣])\s*)+")
 _LABELLED = re.compile(rf"^\s*(?:(?:{BULLET_GLYPH}|[·‣\-–])\s*)?(?P<label>[^\W\d_][^\n:]{{0,40}}?)\s*:(?!//)\s*"
                        r"(?P<value>.*)$")
 _LABEL_WORDS = 4  # "Date of issue", "Produced by", "Name of the provider": longer is a clause, no label
@@ -147,7 +146,7 @@ def labelled_lines(asked: set[str], head: str, evidence: Iterable[tuple[int, str
             if not words or not words <= asked or (head and head not in words):
                 continue
             value = m["value"].strip() or next((x.strip() for x in lines[i + 1 : i + 3] if x.strip()), "")
-            value = _trim(_LIST_NUMBER.sub("", _BULLET.sub("", value)))
+            value = _trim(_LIST_NUMBER.sub("", LEADING_MARK.sub("", value)))
             if value and len(value.split()) <= _VALUE_WORDS and re.search(r"[^\W_]", value) and \
                     _LABELLED.match(value) is None:  # fmt: skip
                 found.append(LabelledLine(m["label"].strip(), line.strip(), label, value))

@@ -61,7 +61,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
 from mmkg import numerals
-from mmkg.enumerations import BULLET_GLYPH
+from mmkg.enumerations import LEADING_MARK
 from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.cells import asked_words, named_cells, table_cell
@@ -119,9 +119,6 @@ _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
-# bullets and control characters a PDF's text may open a line with ("•", "▪", Wingdings' "\uf0b7", a C1 "\x99"):
-# the lists' own bullet glyphs, the middle dot and the triangular bullet, and the C0 and C1 control characters
-_LEADING_MARK = re.compile(rf"^(?:(?:[\x00-\x1f\x7f-\x9f·‣]|{BULLET_GLYPH})\s*)+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
@@ -455,7 +452,7 @@ class Reader:
                 text, b = text[:-1], b - 1
             bare = text.rstrip(",;: ")  # "Glen Cove," as NER cut it from "Glen Cove, Long Island"
             text, b = bare, b - (len(text) - len(bare))
-            if lead := _LEADING_MARK.match(text):  # "• Power", "\x99 Switch": a list's bullet is no part of it
+            if lead := LEADING_MARK.match(text):  # "• Power", "\x99 Switch": a list's bullet is no part of it
                 text, a = text[lead.end() :], a + lead.end()
             n = normalize(text)
             if not n or (f" {n} " in qn and q.answer_type != "choice"):
