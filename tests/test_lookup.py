@@ -82,7 +82,8 @@ def test_a_label_the_question_asks_for_gives_the_value_after_it():
     lines = labelled_lines({"produ"}, "", [(1, "Produced by:\nNordmark Harbour Authority\nhttp://nordmark.example")])
     assert [(k.key, k.value) for k in lines] == [("Produced by", "Nordmark Harbour Authority")]
     # a value opened by a bullet, or by the control character a PDF maps a Wingdings bullet to, is read without it
-    lines = labelled_lines({"produ"}, "", [(1, "Produced by:\n\x99 Nordmark Harbour Authority"), (2, "Produced by: • Ports")])
+    items = [(1, "Produced by:\n\x99 Nordmark Harbour Authority"), (2, "Produced by: • Ports")]
+    lines = labelled_lines({"produ"}, "", items)
     assert [k.value for k in lines] == ["Nordmark Harbour Authority", "Ports"]
     assert labelled_lines({"sourc"}, "sourc", [(1, "See http://nordmark.example/source")]) == []
 
