@@ -112,6 +112,7 @@ def test_the_reader_reads_the_year_asked_at_the_scale_asked(question: str, expec
 def test_the_years_a_text_names_as_its_period():
     assert period_years("Year ended December 31, 2015 as compared to the year ended December 31, 2014") == {2015, 2014}
     assert period_years("in FY2019 and in fiscal 2018, and in May 2017") == {2019, 2018, 2017}
+    assert period_years("In 2016, fees rose. For 2015 they fell.") == {2016, 2015}
     # a year in a name, and amounts, are no period
     assert period_years("breaches of the Harbour Act 2008 and Regulations 2014") == set()
     assert period_years("a fee of $1,950, 2010.5 tonnes, 1998% more") == set()
@@ -119,17 +120,17 @@ def test_the_years_a_text_names_as_its_period():
 
 MDNA = (
     "Year ended December 31, 2019 as compared to the year ended December 31, 2018\n"
-    "Harbour costs increased primarily due to a $12.4 million increase in pilotage fees.",
+    "Harbour costs rose mainly because the fees paid to pilots grew by $12.4 million.",
     "Year ended December 31, 2018 as compared to the year ended December 31, 2017\n"
-    "Harbour costs increased primarily due to a $30.1 million increase in pilotage fees, driven by new routes "
-    "and longer crossings in the winter timetable.",
+    "Pilotage fees increased by $30.1 million.",
 )
 
 
 def test_a_value_under_another_period_s_heading_is_not_the_asked_year_s():
-    # the 2018 text's value states more of the question's words and ranks first; its heading names other years
+    # the 2018 text says "pilotage fees increased" as the question does; its heading names other years
     q = analyze("What amount did pilotage fees increase in 2019? Answer in millions.")
-    assert Reader(min_confidence=0.0).read(q, None, _evidence(*reversed(MDNA))).text == "12.4"
+    for evidence in (MDNA, MDNA[::-1]):
+        assert Reader(min_confidence=0.0).read(q, None, _evidence(*evidence)).text == "12.4"
     q = analyze("What amount did pilotage fees increase in 2017? Answer in millions.")
     assert Reader(min_confidence=0.0).read(q, None, _evidence(*MDNA)).text == "30.1"
     # a year in the question's name is no period: nothing is held against either value

@@ -114,6 +114,9 @@ _CONTINUES = re.compile(r"^(?:(?:\w+\s+){0,2}(?:that|this|these|those|such)\b|(?
                         re.IGNORECASE)  # fmt: skip
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
+# a year a text names as its period: not an amount ("$1,950", "1950%", "2010.5")
+_PERIOD_YEAR = re.compile(r"(?<![\d$.,])((?:19|20)\d{2})(?![\d%]|[.,]\d)")
+_WORD_BEFORE = re.compile(r"([^\W\d_][\w-]*)\s+$")
 # a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
@@ -555,6 +558,7 @@ class Reader:
         entities([s.text for s in pool if s.ents is None], self.model)
         if value_type == "string" and _asks_kind(q):
             tags([s.text for s in pool], self.model)
+        asked_periods = period_years(q.text) if q.years else set()
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
@@ -574,7 +578,7 @@ class Reader:
                 elif value_type == "place" and _described(s.text, a, b, label):
                     f["relation"] = 1.0  # the sentence says what its subject is, and this is the subject's country
                 score = sum(self.weights[k] * v for k, v in f.items())
-                if value_type == "number" and q.years and _other_year(s.text, a, b, q.years):
+                if value_type == "number" and q.years and _other_year(s.text, a, b, q.years, asked_periods):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
                 if value_type == "place" and label == "ORG":
@@ -1328,9 +1332,10 @@ def _places(text: str) -> int:
     return len(m.group(1)) if m else 0
 
 
-def _other_year(text: str, a: int, b: int, years: frozenset[int]) -> bool:
+def _other_year(text: str, a: int, b: int, years: frozenset[int], periods: set[int]) -> bool:
     """Whether the number at ``text[a:b]`` is stated for a year the question does not name: paired with one by
-    a "respectively" run, or in a table column headed by other years."""
+    a "respectively" run, in a table column headed by other years, or in a text whose period (``period_years``)
+    is none of the question's own ``periods``."""
     year = year_of(text, a, b)
     if year is not None:
         return year not in years
@@ -1338,4 +1343,20 @@ def _other_year(text: str, a: int, b: int, years: frozenset[int]) -> bool:
     if cell is not None:
         heads = {int(y) for y in _YEAR.findall(cell[2])}
         return bool(heads) and not heads & years
-    return False
+    # the period a text states its values for: "Year ended December 31, 2014 as compared to ... 2013" above "a
+    # $70.6 million increase in personnel-related costs" is no answer for 2015
+    named = period_years(text[:a]) | period_years(text[b:])
+    return bool(named) and bool(periods) and not named & periods
+
+
+def period_years(text: str) -> set[int]:
+    """The years a text names as a period ("in 2015", "In 2015,", "December 31, 2014", "FY2015"); not a year that
+    is part of a name ("the HSCA 2008", "Regulations 2014": after a capitalized word that is no month and no
+    function word) or an amount."""
+    out = set()
+    for m in _PERIOD_YEAR.finditer(text):
+        before = _WORD_BEFORE.search(text, 0, m.start())
+        word = before[1].lower() if before else ""
+        if before is None or not before[1][0].isupper() or word in _MONTHS or word in STOPWORDS:  # "In 2015, ..."
+            out.add(int(m[1]))
+    return out
