@@ -16,13 +16,14 @@ from mmkg.generation.quantities import (
     asked_decimals,
     asked_scale,
     crowded,
+    period_years,
     question_years,
     scale_note,
     stated_scale,
     year_of,
 )
 from mmkg.generation.question import analyze, split_instructions
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader, period_years
+from mmkg.generation.reader import NOT_ANSWERABLE, Reader
 from mmkg.numerals import spelled_number
 
 

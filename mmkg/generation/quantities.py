@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from mmkg.generation.extractive import STOPWORDS
 from mmkg.numerals import spelled_number
 
 # a number standing alone: not part of a name or code ("GPT-4", "PaLM-2L", "COVID-19", "B2B")
@@ -48,6 +49,12 @@ _VALUE = r"[-+]?[$€£]?\s?\d[\d,]*(?:\.\d+)?\s?%?(?:\s+(?:thousand|million|bil
 _VALUE_RUN = re.compile(rf"(?<![\w.,-]){_VALUE}(?:\s*,\s*(?:and\s+)?{_VALUE})*\s*,?\s*(?:and|&)\s+{_VALUE}(?![\w-])")
 _ONE_VALUE = re.compile(rf"(?<![\w.,-]){_VALUE}(?![\w-])")
 _ANY_YEAR = re.compile(r"1\d{3}|20\d{2}")
+# a year a text names as its period: not an amount ("$1,950", "1950%", "2010.5")
+_PERIOD_YEAR = re.compile(rf"(?<![\d$.,])({_YEAR})(?![\d%]|[.,]\d)")
+_WORD_BEFORE = re.compile(r"([^\W\d_][\w-]*)\s+$")
+#: the months' names, in order
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+               "november", "december")  # fmt: skip
 _LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
 
 
@@ -156,3 +163,16 @@ def crowded(text: str) -> bool:
 def question_years(question: str) -> frozenset[int]:
     """The years a question names ("in FY2015", "from 2014 to 2015")."""
     return frozenset(int(y) for y in re.findall(rf"(?<!\d){_YEAR}(?!\d)", question))
+
+
+def period_years(text: str) -> set[int]:
+    """The years a text names as a period ("in 2015", "In 2015,", "December 31, 2014", "FY2015"); not a year that
+    is part of a name ("the HSCA 2008", "Regulations 2014": after a capitalized word that is no month and no
+    function word) or an amount."""
+    out = set()
+    for m in _PERIOD_YEAR.finditer(text):
+        before = _WORD_BEFORE.search(text, 0, m.start())
+        word = before[1].lower() if before else ""
+        if before is None or not before[1][0].isupper() or word in MONTH_NAMES or word in STOPWORDS:  # "In 2015,"
+            out.add(int(m[1]))
+    return out

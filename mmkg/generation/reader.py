@@ -69,7 +69,17 @@ from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_it
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.lookup import codes, keyed_lines, labelled_lines
 from mmkg.generation.phrases import focus_phrases, tags
-from mmkg.generation.quantities import NUMBER, as_asked, crowded, run_of, scale_note, stated_scale, year_of
+from mmkg.generation.quantities import (
+    MONTH_NAMES,
+    NUMBER,
+    as_asked,
+    crowded,
+    period_years,
+    run_of,
+    scale_note,
+    stated_scale,
+    year_of,
+)
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
     TYPE_LABELS,
@@ -114,9 +124,6 @@ _CONTINUES = re.compile(r"^(?:(?:\w+\s+){0,2}(?:that|this|these|those|such)\b|(?
                         re.IGNORECASE)  # fmt: skip
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
 _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-# a year a text names as its period: not an amount ("$1,950", "1950%", "2010.5")
-_PERIOD_YEAR = re.compile(r"(?<![\d$.,])((?:19|20)\d{2})(?![\d%]|[.,]\d)")
-_WORD_BEFORE = re.compile(r"([^\W\d_][\w-]*)\s+$")
 # a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
@@ -131,8 +138,7 @@ TABLE_UNLABELLED = 0.3  # "near" of a table cell whose column has no header
 _DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
 _OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
 _DASH = re.compile(r"\s[–—-]\s|[–—]")
-_MONTH_NAMES = "january february march april may june july august september october november december"
-_MONTHS = {m: i for i, m in enumerate(_MONTH_NAMES.split(), 1)}
+_MONTHS = {m: i for i, m in enumerate(MONTH_NAMES, 1)}
 _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
 _DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 _MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
@@ -1348,15 +1354,3 @@ def _other_year(text: str, a: int, b: int, years: frozenset[int], periods: set[i
     named = period_years(text[:a]) | period_years(text[b:])
     return bool(named) and bool(periods) and not named & periods
 
-
-def period_years(text: str) -> set[int]:
-    """The years a text names as a period ("in 2015", "In 2015,", "December 31, 2014", "FY2015"); not a year that
-    is part of a name ("the HSCA 2008", "Regulations 2014": after a capitalized word that is no month and no
-    function word) or an amount."""
-    out = set()
-    for m in _PERIOD_YEAR.finditer(text):
-        before = _WORD_BEFORE.search(text, 0, m.start())
-        word = before[1].lower() if before else ""
-        if before is None or not before[1][0].isupper() or word in _MONTHS or word in STOPWORDS:  # "In 2015, ..."
-            out.add(int(m[1]))
-    return out
