@@ -1351,6 +1351,8 @@ def _other_year(text: str, a: int, b: int, years: frozenset[int], periods: set[i
         return bool(heads) and not heads & years
     # the period a text states its values for: "Year ended December 31, 2014 as compared to ... 2013" above "a
     # $70.6 million increase in personnel-related costs" is no answer for 2015
+    if not periods:
+        return False
     named = period_years(text[:a]) | period_years(text[b:])
-    return bool(named) and bool(periods) and not named & periods
+    return bool(named) and not named & periods
 
