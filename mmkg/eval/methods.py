@@ -23,6 +23,7 @@ import polars as pl
 from mmkg.index.reader import Index
 from mmkg.query import FILTER_KEYS
 from mmkg.retrieval import PRESETS, STRATEGIES, parse_spec, retrieve
+from mmkg.retrieval.vectors import dense_search
 
 Filters = dict[str, str | Sequence[str]] | None
 
@@ -91,7 +92,7 @@ class DenseMethod:
     setup_s: float = 0.0
 
     def search(self, text: str, depth: int, filters: Filters = None) -> list[str]:
-        return [cid for cid, _ in self.index.dense(text, k=depth, level="chunks", filters=filters)]
+        return [cid for cid, _ in dense_search(self.index, text, k=depth, level="chunks", filters=filters)]
 
     def explain(self) -> dict[str, Any]:
         return {}

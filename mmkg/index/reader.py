@@ -522,23 +522,6 @@ class Index:
         hit = self.tables[name].search().where(f"id = {_hex_list([unit_id], 'id')}").select(["vector"]).limit(1)
         return np.asarray(hit.to_arrow()["vector"][0].as_py(), dtype=np.float32)
 
-    def dense(self, text: str, k: int = 10, level: str = "chunks", filters: Filters = None) -> list[tuple[str, float]]:
-        """Plain dense search at one granularity, no graph: the baseline the graph retrieval is measured against.
-
-        Returns ``(id, cosine)`` best first, over the same vectors and filters the strategies use.
-        """
-        if level not in GRANULARITIES:
-            raise ValueError(f"unknown level {level!r}; choose one of {list(GRANULARITIES)}")
-        with self.single_blas_thread():
-            mask = self.masks(filters)[level]
-            q = self.encode_text(text)
-            scores = self.dense_scores(level, q, k, mask)
-        if mask is not None:
-            scores = np.where(mask, scores, -np.inf)
-        top = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if np.isfinite(scores[i])]
-        ids = self.meta[level]["id"]
-        return [(ids[i], float(scores[i])) for i in top]
-
     # -- rows of the payload -------------------------------------------------------------------
 
     def chunk_rows(self, chunk_ids: Sequence[str]) -> list[int]:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mmkg.query import Query
+from mmkg.index.units import GRANULARITIES
+from mmkg.query import Filters, Query
 from mmkg.retrieval.query_media import ocr_lines
 
 if TYPE_CHECKING:
@@ -41,3 +42,22 @@ def query_vector(index: Index, query: Query) -> np.ndarray:
         raise ValueError("this strategy answers text and image queries")
     v = np.sum(parts, axis=0)
     return (v / max(float(np.linalg.norm(v)), 1e-12)).astype(np.float32)
+
+
+def dense_search(index: Index, text: str, k: int = 10, level: str = "chunks",
+                 filters: Filters = None) -> list[tuple[str, float]]:  # fmt: skip
+    """Plain dense search at one granularity, no graph: the baseline the graph retrieval is measured against.
+
+    Returns ``(id, cosine)`` best first, over the same vectors and filters the strategies use.
+    """
+    if level not in GRANULARITIES:
+        raise ValueError(f"unknown level {level!r}; choose one of {list(GRANULARITIES)}")
+    with index.single_blas_thread():
+        mask = index.masks(filters)[level]
+        q = index.encode_text(text)
+        scores = index.dense_scores(level, q, k, mask)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = [int(i) for i in np.argsort(-scores, kind="stable")[:k] if np.isfinite(scores[i])]
+    ids = index.meta[level]["id"]
+    return [(ids[i], float(scores[i])) for i in top]
