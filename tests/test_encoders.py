@@ -182,6 +182,27 @@ def test_clip_deterministic_and_batch_invariant(tiny_clip: ClipEncoder, photo_pa
     np.testing.assert_allclose(batched, tiny_clip.encode_images(inputs, batch_size=1), atol=1e-5)
 
 
+def test_clip_preprocesses_where_the_model_runs(tiny_clip: ClipEncoder):
+    from mmkg.encoders import _takes_device
+
+    # the pinned transformers gives CLIP a torchvision-backed processor, which takes a device
+    assert _takes_device(tiny_clip.image_processor)
+    assert tiny_clip.preprocess_device is None  # on the CPU nothing moves
+    assert not _takes_device(object())
+
+
+@pytest.mark.gpu
+def test_clip_on_cuda_preprocesses_there_and_matches_cpu(tiny_clip: ClipEncoder, tiny_clip_dir: Path):
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    gpu = ClipEncoder(str(tiny_clip_dir), device="cuda", dtype="float32")
+    assert gpu.preprocess_device == gpu.device
+    inputs = [ImageInput(path=p) for p in SAMPLE_IMAGES]
+    np.testing.assert_allclose(gpu.encode_images(inputs), tiny_clip.encode_images(inputs), atol=1e-3)
+
+
 def test_clip_truncates_long_text(tiny_clip: ClipEncoder):
     assert tiny_clip.max_length == 32  # the tokenizer has no limit; the position table does
     long = "grace hopper " * 200
@@ -222,6 +243,8 @@ def test_clip_unreadable_image_names_path(tiny_clip: ClipEncoder, tmp_path: Path
     broken.write_bytes(b"not a jpeg")
     with pytest.raises(ImageReadError, match=r"broken\.jpg"):
         tiny_clip.encode_images([ImageInput(path=broken)])
+    with pytest.raises(ImageReadError, match=r"broken\.jpg"):  # a batch decoded in threads names it too
+        tiny_clip.encode_images([*SAMPLE_IMAGES, broken, *SAMPLE_IMAGES], batch_size=32)
     with pytest.raises(ValueError, match="neither pixels"):
         tiny_clip.encode_images([ImageInput(texts=["only text"])])
 
