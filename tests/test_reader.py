@@ -351,6 +351,19 @@ def test_where_asks_for_the_most_specific_place_the_text_gives():
     assert by_text["Lund"] == 1.0 and by_text.get("Sweden", -1.0) <= 0.0  # the town, not its country
 
 
+def test_where_someone_works_or_studies_is_an_institution_where_they_were_born_a_town():
+    page = ("Ines Holt (born 1950 in Bergen) is a Norwegian chemist. She has taught at the Norwegian Institute of "
+            "Technology in Trondheim since 1984 and studied at the University of Oslo.")  # fmt: skip
+    ev = _pages(("Ines Holt", page))
+    work, study, born = (analyze(f"Where {v}?") for v in ("does Ines Holt work at", "did Ines Holt study",
+                                                          "was Ines Holt born"))  # fmt: skip
+    assert work.institution and study.institution and not born.institution
+    assert analyze("Where did Ines Holt die?").institution is False
+    reader = Reader(min_confidence=0.0)
+    assert reader.read(work, None, ev).text == "the Norwegian Institute of Technology"
+    assert reader.read(born, None, ev).text == "Bergen"  # a town still answers where someone was born
+
+
 def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
     ev = _pages(
         ("The Grey Tower", "The Grey Tower is a 1931 silent film directed by Ulla Vik. It was shot in Aarhus."),

@@ -150,6 +150,7 @@ class QuestionAnalysis:
     years: frozenset[int] = frozenset()  # the years the question names ("in FY2015")
     instructions: str = ""  # the sentences that only say how to write the answer, left out of ``text``
     arithmetic: Operation | None = None  # a difference, sum or change of two values the evidence states
+    institution: bool = False  # "where" asks for an institution, not a town ("Where does X work?")
     pattern: str = ""  # a contact written to a format: "phone" (also fax), "email" or "url"; "" for none
     alternates: tuple[str, ...] = ()  # stems that state the relation another way ("son" for "father", "died" for
     # "death"); any of them counts as one relation word
@@ -234,6 +235,10 @@ def related_words(lemma: str) -> list[str]:
 _AUXILIARIES = frozenset({"do", "does", "did", "is", "are", "was", "were", "has", "have", "had", "can", "could",
                           "will", "would", "shall", "should", "may", "might", "must"})  # fmt: skip
 NATIONALITY_NOUNS = frozenset({"nationality", "country", "citizenship", "origin"})
+# verbs of what a person does at an institution rather than in a town: "where" with one of them asks for the
+# institution ("Where does X work?" an employer, "Where did X study?" a school or university)
+_INSTITUTION_VERBS = frozenset({"work", "study", "teach", "attend", "educate", "employ", "enrol", "enroll",
+                                "graduate", "lecture"})  # fmt: skip
 
 
 def labels_for(answer_type: str, focus: str = "") -> frozenset[str]:
@@ -399,7 +404,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         named = list(dict.fromkeys([*named, *options]))
 
     # wh-word, focus noun and answer type
-    wh, focus, atype, count, unit = "", "", "", False, ""
+    wh, focus, atype, count, unit, institution = "", "", "", False, "", False
     first = tokens[opening]
     wh_tok = next((t for t in tokens if t.tag_ in ("WDT", "WP", "WP$", "WRB")), None)
     if auxiliary_first or (first.tag_ in ("VBZ", "VBD", "VBP", "MD") and wh_tok is None):
@@ -413,6 +418,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
             focus = next((t.lemma_.lower() for t in tokens[nxt.i + 1 :] if t.pos_ == "NOUN"), "")
         elif wh in _WH and wh != "whose":
             atype = _WH[wh]
+            institution = wh == "where" and _closing_verb(tokens) in _INSTITUTION_VERBS
         if not atype:
             focus = _focus(doc, wh_tok)
             ftype = _noun_type(focus) if focus else ""
@@ -508,7 +514,18 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         same=same, count=count, unit=unit, scale=asked_scale(said) if atype == "number" else None,
         decimals=asked_decimals(said) if atype == "number" else None, years=question_years(text), bridge=bridge,
         hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions, arithmetic=arithmetic,
+        institution=institution and atype == "place",
     )  # fmt: skip
+
+
+def _closing_verb(tokens: Sequence[Any]) -> str:
+    """The lemma of a "where" question's last word, past the mark and a stranded preposition: its verb ("Where
+    does the director of film X work at?" -> "work"). Read off the word order, not the parse: a film title in
+    the question often leaves the small model's parse without that verb as the head of "where"."""
+    words = [t for t in tokens if not t.is_punct]
+    while words and words[-1].pos_ == "ADP":
+        words.pop()
+    return words[-1].lemma_.lower() if words else ""
 
 
 def _main_clause(tokens: Sequence[Any]) -> int:

@@ -587,8 +587,10 @@ class Reader:
                 if value_type == "number" and q.years and _other_year(s.text, a, b, q.years, asked_periods):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
-                if value_type == "place" and label == "ORG":
-                    score *= ORG_AS_PLACE  # an institution answers "where" less often than a place does
+                if value_type == "place" and (label == "ORG") != q.institution:
+                    # an institution answers "where" less often than a place does, unless the question's verb is
+                    # one done at an institution ("Where does X work?"): then a town is the weaker answer
+                    score *= ORG_AS_PLACE
                 key = normalize(text)
                 seen.setdefault(key, set()).add(s.text)
                 if key not in best or score > best[key].score:
