@@ -128,9 +128,7 @@ _YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
 _PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                           r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
-# the rest of a name NER cut short: capitalized words and hyphened parts right after it, on the same line
-# ("Sergio" -> "Sergio Mimica-Gezzan" in "His son Sergio Mimica-Gezzan is ...")
-_NAME_REST = re.compile(r"(?:-[A-Z][\w'’]+|[ ](?=[A-ZÀ-ÖØ-Þ])[\w'’]+)+")
+_HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
 _CONTACTS = {
     "phone": re.compile(r"(?<![\w-])\+?\(?\d[\d ().-]{5,}\d(?![\w-])"),
     "email": re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"),
@@ -437,9 +435,9 @@ class Reader:
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
                 spans += [(m.group(1), "PLACE", m.start(1), m.end(1)) for m in _PLACE_AFTER.finditer(s.text)
                           if m.start(1) not in covered]  # fmt: skip
-            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen or before the surname
-                spans = [(s.text[a : b + len(m.group(0))], lab, a, b + len(m.group(0)))
-                         if not t.endswith(".") and (m := _NAME_REST.match(s.text[b:])) else (t, lab, a, b)
+            if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen
+                spans = [(s.text[a : a + len(t) + len(m.group(0))], lab, a, b + len(m.group(0)))
+                         if (m := _HYPHEN_NAME.match(s.text[b:])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
         elif q.pattern:  # a phone number, an e-mail address, a web address: the string of that shape
             spans = [(m.group(0), q.pattern.upper(), m.start(), m.end()) for m in _CONTACTS[q.pattern].finditer(s.text)]
