@@ -364,6 +364,26 @@ def test_where_someone_works_or_studies_is_an_institution_where_they_were_born_a
     assert reader.read(born, None, ev).text == "Bergen"  # a town still answers where someone was born
 
 
+def test_the_bridge_in_another_spelling_is_not_its_own_father():
+    # the film's page and the director's own page spell his name differently ("Torre" / "Torres")
+    ev = _pages(
+        ("Summer Skin", "Summer Skin is a 1961 Argentine drama film directed by Leopoldo Torre Nilsson."),
+        ("Leopoldo Torre Nilsson", "Leopoldo Torre Nilsson (1924–1978) was an Argentine film director. Born as "
+                                   "Leopoldo Torres Nilsson (he later changed his paternal surname from Torres to "
+                                   "Torre) was the son of Argentine pioneer film director Leopoldo Torres Ríos."),
+    )  # fmt: skip
+    names = ("Leopoldo Torre Nilsson", "Leopoldo Torres Nilsson", "Leopoldo Torres Ríos")
+    spans = (("Summer Skin", "WORK_OF_ART"), ("Argentine", "NORP"), *((n, "PERSON") for n in names))  # the build's
+    ev = [replace(e, mentions=spans) for e in ev]
+    ans = Reader(min_confidence=0.0).read(analyze("Who is the father of the director of film Summer Skin?"), None, ev)
+    assert ans.text == "Leopoldo Torres Ríos", ans.candidates
+    assert "Leopoldo Torres Nilsson" not in {c.text for c in ans.candidates}  # the director, as born, is no father
+    from mmkg.generation.reader import _same_person
+
+    assert _same_person("Yuen Wo-ping", "Yuen Woo-ping") and _same_person("Stuart Peter Townsend", "Stuart Townsend")
+    assert not _same_person("Henry II", "Henry III") and not _same_person("Peter Townsend", "Stuart Townsend")
+
+
 def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
     ev = _pages(
         ("The Grey Tower", "The Grey Tower is a 1931 silent film directed by Ulla Vik. It was shot in Aarhus."),

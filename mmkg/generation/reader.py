@@ -58,7 +58,7 @@ from pathlib import PurePath
 from typing import Any
 
 from rapidfuzz import process
-from rapidfuzz.distance import OSA
+from rapidfuzz.distance import OSA, Indel
 
 from mmkg import numerals
 from mmkg.enumerations import LEADING_MARK
@@ -262,6 +262,20 @@ def _stems(text: str) -> set[str]:
 def _contains(haystack: str, needle: str) -> bool:
     n = normalize(needle)
     return bool(n) and f" {n} " in f" {normalize(haystack)} "
+
+
+def _same_person(a: str, b: str) -> bool:
+    """Whether two names of two words or more name one person as pages write them: the same first and last word,
+    spelled alike ("Stuart Peter Townsend" and "Stuart Townsend", "Yuen Wo-ping" and "Yuen Woo-ping"). Words
+    under four letters must match exactly, so "Henry II" and "Henry III" stay father and son."""
+    x, y = normalize(a).split(), normalize(b).split()
+    if len(x) < 2 or len(y) < 2:
+        return False
+
+    def alike(u: str, v: str) -> bool:
+        return u == v or (min(len(u), len(v)) >= 4 and Indel.normalized_similarity(u, v) >= 0.8)
+
+    return alike(x[0], y[0]) and alike(x[-1], y[-1])
 
 
 @lru_cache(maxsize=1)
@@ -862,8 +876,9 @@ class Reader:
                 continue
             sub = replace(q, entities=(name, *q.entities), relation=rel)
             for c in self.candidates(sub, pool, vtype, result):
-                if _contains(name, c.text) or _contains(c.text, name):
-                    continue  # the bridge is not its own father or birthplace
+                own = _contains(name, c.text) or _contains(c.text, name)
+                if own or (vtype == "person" and _same_person(name, c.text)):
+                    continue  # the bridge is not its own father or birthplace, by any spelling of the name
                 best.append((c.score + BRIDGE_WEIGHT * b.score / self._total(b), c, b))
         best.sort(key=lambda x: -x[0])
         cands = [replace(c, score=score, features={**c.features, "bridge": round(b.score, 3)}) for score, c, b in best]
