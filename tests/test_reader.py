@@ -364,6 +364,18 @@ def test_where_someone_works_or_studies_is_an_institution_where_they_were_born_a
     assert reader.read(born, None, ev).text == "Bergen"  # a town still answers where someone was born
 
 
+def test_a_town_ner_took_for_an_organization_counts_as_a_place_when_a_place_qualifies_it():
+    page = ("Rafael Ortega (1954–2013) was a Venezuelan politician. Born into a middle class family in Sabaneta, "
+            "Barinas, Ortega became a career military officer. He was tried by Philip the Good, Duke of Burgundy.")
+    spans = (("Rafael Ortega", "PERSON"), ("Venezuelan", "NORP"), ("Sabaneta", "ORG"), ("Barinas", "GPE"),
+             ("Ortega", "PERSON"), ("Philip the Good", "ORG"), ("Burgundy", "GPE"))  # a build's spans, NER's slips kept
+    ev = [replace(e, mentions=spans) for e in _pages(("Rafael Ortega", page))]
+    ans = Reader(min_confidence=0.0).read(analyze("Where was Rafael Ortega born?"), None, ev)
+    assert ans.text == "Sabaneta", ans.candidates
+    by_text = {c.text: c.score for c in ans.candidates}
+    assert "Philip the Good" not in by_text or by_text["Philip the Good"] < by_text["Barinas"]  # a title is no place
+
+
 def test_the_bridge_in_another_spelling_is_not_its_own_father():
     # the film's page and the director's own page spell his name differently ("Torre" / "Torres")
     ev = _pages(

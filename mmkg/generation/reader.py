@@ -583,7 +583,9 @@ class Reader:
         seen: dict[str, set[str]] = {}
         for s in pool:
             row = value_type == "number" and CELL_SEP in s.text
-            for text, label, a, b in self._spans(q, s, labels, value_type):
+            spans = self._spans(q, s, labels, value_type)
+            places = {a for _, label, a, _ in spans if label in ("GPE", "LOC", "PLACE")}  # where a place starts
+            for text, label, a, b in spans:
                 if row and table_cell(s.text, a, b) is None:
                     continue  # a number in a row's labels or a column header ("2015:") is no cell's value
                 f = self._features(q, s, a, b, bridges, relations)
@@ -601,7 +603,10 @@ class Reader:
                 if value_type == "number" and q.years and _other_year(s.text, a, b, q.years, asked_periods):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
-                if value_type == "place" and (label == "ORG") != q.institution:
+                # a name NER took for an organization that a place qualifies ("in Sabaneta, Barinas") is a town,
+                # unless the question asks for an institution ("studied at King's College, Cambridge")
+                org = label == "ORG" and (q.institution or not _placed(s.text, b, places))
+                if value_type == "place" and org != q.institution:
                     # an institution answers "where" less often than a place does, unless the question's verb is
                     # one done at an institution ("Where does X work?"): then a town is the weaker answer
                     score *= ORG_AS_PLACE
@@ -1229,6 +1234,13 @@ def _parent_role(text: str, a: int, b: int) -> str:
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
 _QUALIFIER = re.compile(r"\b[A-Z][\w.'’-]*,\s*$")
+
+
+def _placed(text: str, end: int, places: set[int]) -> bool:
+    """Whether the name that ends at ``end`` is qualified by a place: a comma, then a span typed as a place
+    ("Sabaneta, Barinas"), not a title ("Philip the Good, Duke of Burgundy")."""
+    m = _QUALIFIED.match(text[end:])
+    return m is not None and end + m.end() - 1 in places
 
 
 def _inner_place(text: str, a: int, b: int) -> float:
