@@ -497,6 +497,12 @@ def test_an_or_after_a_comma_that_opens_the_question_offers_no_alternatives(ques
     assert analyze("Which ferry sailed first, Nordline or Sealink?").options == ("Nordline", "Sealink")
 
 
+def test_a_title_case_or_belongs_to_the_title():
+    q = analyze("Which film whose director was born first, Broadway Or Bust or Ballad Of Tara?")
+    assert q.options == ("Broadway Or Bust", "Ballad Of Tara")
+    assert analyze("Which came first, the harbour OR the bridge?").options == ("the harbour", "the bridge")
+
+
 def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index):
     # k=1 retrieves the painting's page only; the painter's page comes from the bridge's own retrieval
     q = "Where was the painter of The Blue Harbour born?"

@@ -96,7 +96,8 @@ _QUOTED = re.compile(r"[\"“”']([^\"“”']{2,80})[\"“”']")
 _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de", "la", "le", "von", "van", "du", "da",
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
-_OR = re.compile(r"\s+or\s+", re.IGNORECASE)
+# "or" between alternatives, in lower case (or all capitals): a title-case "Or" is part of a title ("Broadway Or Bust")
+_OR = re.compile(r"\s+(?:or|OR)\s+")
 # the words that make a sentence a question: before the comma of "Which came first, A or B?"
 _ASKING = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})
 _OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
