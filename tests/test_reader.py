@@ -497,6 +497,20 @@ def test_an_or_after_a_comma_that_opens_the_question_offers_no_alternatives(ques
     assert analyze("Which ferry sailed first, Nordline or Sealink?").options == ("Nordline", "Sealink")
 
 
+def test_a_comma_inside_a_title_or_between_three_options():
+    assert analyze("Who sailed first, Ada, Mary or Grace?").options == ("Ada", "Mary", "Grace")  # not (Mary, Grace)
+    q = analyze("Which film has the director who died later, Cold Harbour, Again or Blue Lake?")
+    assert q.options == ("Cold Harbour", "Again", "Blue Lake")  # the question cannot tell; the evidence can
+    ev = _pages(
+        ("Cold Harbour, Again", "Cold Harbour, Again is a 1958 drama film directed by Ivar Lunde."),
+        ("Blue Lake", "Blue Lake is a 1961 film directed by Ulla Vik."),
+        ("Ivar Lunde", "Ivar Lunde (1910–1977) was a Norwegian film director."),
+        ("Ulla Vik", "Ulla Vik (1890–1950) was a Danish film director."),
+    )  # fmt: skip
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    assert ans.text == "Cold Harbour, Again", ans.reason
+
+
 def test_a_title_case_or_belongs_to_the_title():
     q = analyze("Which film whose director was born first, Broadway Or Bust or Ballad Of Tara?")
     assert q.options == ("Broadway Or Bust", "Ballad Of Tara")

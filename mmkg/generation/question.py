@@ -285,16 +285,15 @@ def _options(text: str) -> tuple[str, ...]:
         if m and words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER):
             return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), m.group(2)))
         return ()
-    # the alternatives follow the last comma or colon before the first " or "
+    # the alternatives follow the first comma or colon before the first " or " that closes the asking words: not a
+    # later one, which may sit inside a title ("born first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between
+    # the alternatives ("born first, A, B or C")
     head = _OR.split(body, maxsplit=1)[0]
-    cut = head.rfind(",")
-    cut = head.rfind(":") if cut < 0 else cut
+    cut = next((m.start() for m in re.finditer(r"[,:]", head)
+                if set(re.findall(r"[a-z]+", head[: m.start()].lower())) & (_ASKING | _AUXILIARIES)), -1)  # fmt: skip
     if cut < 0:
-        return ()
-    asking = {w for w in re.findall(r"[a-z]+", head[:cut].lower())} & (_ASKING | _AUXILIARIES)
-    if not asking:
-        # "According to the guide, when can a sentence map to either A or B?": the question itself follows the
-        # comma, so what follows it is no list of alternatives
+        # none: "According to the guide, when can a sentence map to either A or B?": the question itself follows
+        # the comma, so what follows it is no list of alternatives
         return ()
     region = body[cut + 1 :]
     # "A, B or C" lists its alternatives with commas; "A or B, C" keeps a comma inside the last title

@@ -631,6 +631,8 @@ class Reader:
         offsets = {(s.label, s.text): s for s in sentences}
         counted = asked_parts(q.text) if result is not None and result.parts else None
         choice = q.answer_type == "choice" and bool(q.options)
+        if choice and len(q.options) > 2:
+            q = replace(q, options=_titled_options(q.options, sentences))
         if counted is not None and (parts := self._parts(q, counted, result, sentences)) is not None:
             ans = parts
         elif not choice and result is not None and result.lists and \
@@ -1250,6 +1252,20 @@ def _inner_place(text: str, a: int, b: int) -> float:
     if _QUALIFIER.search(text[:a]):
         return -1.0
     return 1.0 if _QUALIFIED.match(text[b:]) else 0.0
+
+
+def _titled_options(options: tuple[str, ...], sentences: Sequence[_Sentence]) -> tuple[str, ...]:
+    """The options with a comma inside a title put back together: "Which film has the director born first, Jára
+    Cimrman Lying, Sleeping or Mr. Ace?" reads as three options until an evidence page is titled "Jára Cimrman
+    Lying, Sleeping"; adjacent options whose join by a comma is such a title are one option."""
+    titles = {normalize(bare_title(s.title)) for s in sentences if s.title}
+    out: list[str] = []
+    for option in options:
+        if out and normalize(f"{out[-1]}, {option}") in titles:
+            out[-1] = f"{out[-1]}, {option}"
+        else:
+            out.append(option)
+    return tuple(out)
 
 
 def _full_name(text: str, sentences: Sequence[_Sentence]) -> str:
