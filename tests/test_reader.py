@@ -412,6 +412,20 @@ def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
     assert "Ulla Vik" in ans.reason and {s.label for s in ans.support} == {1, 2}  # the bridge's sentence is cited
 
 
+def test_a_hyphened_nationality_shares_each_of_its_parts():
+    ev = _pages(
+        ("Ivar Lunde", "Ivar Lunde (1910–1977) was a Norwegian- American film director."),  # as 2Wiki spaces it
+        ("Ulla Vik", "Ulla Vik (1890–1950) was an American film director."),
+        ("Rosa Pino", "Rosa Pino (born 1960) is a South African film director."),
+    )  # fmt: skip
+    spans = (("Ivar Lunde", "PERSON"), ("Norwegian- American", "NORP"), ("Ulla Vik", "PERSON"), ("American", "NORP"),
+             ("Rosa Pino", "PERSON"), ("South African", "NORP"))  # a build's spans: the compound is one
+    ev = [replace(e, mentions=spans) for e in ev]
+    reader = Reader(min_confidence=0.0)
+    assert reader.read(analyze("Do Ivar Lunde and Ulla Vik have the same nationality?"), None, ev).text == "yes"
+    assert reader.read(analyze("Do Rosa Pino and Ulla Vik have the same nationality?"), None, ev).text == "no"
+
+
 def test_a_nationality_is_read_from_what_the_text_says_someone_is():
     # no sentence says "nationality": the description of the director ("is a Norwegian film director") does,
     # and a song's page names its performer's ("by Chilean singer Rosa Pino")

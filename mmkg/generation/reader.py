@@ -1046,9 +1046,7 @@ class Reader:
                       if cs}  # fmt: skip
             if len(likely) == 2:
                 (ta, va), (tb, vb) = likely.items()
-                pair = next(((x, y) for x in va for y in vb
-                             if normalize(x.text) == normalize(y.text) or _same_place(normalize(x.text),
-                                                                                      normalize(y.text))), None)
+                pair = next(((x, y) for x in va for y in vb if _shared_value(x.text, y.text)), None)
                 shown = pair or (va[0], vb[0])
                 support = [Support(v.evidence, v.sentence, v.start, v.end) for v in shown]
                 desc = f"{ta}: {', '.join(v.text for v in va)}; {tb}: {', '.join(v.text for v in vb)}"
@@ -1339,6 +1337,16 @@ def _names(s: _Sentence, name: str) -> bool:
 def _touches(r: Any, names: Sequence[str]) -> bool:
     """Whether a relation's subject or object is (or contains) one of ``names``."""
     return any(_contains(r.subject, n) or _contains(r.object, n) for n in names)
+
+
+def _shared_value(a: str, b: str) -> bool:
+    """Whether two nationality or country values share a place: the same value, or a part of a hyphened compound
+    ("Czech-American" is American too; "South African" and "African-American" share none)."""
+    if normalize(a) == normalize(b):
+        return True
+    parts_a = [normalize(p) for p in re.split(r"\s*-\s*", a) if normalize(p)]
+    parts_b = [normalize(p) for p in re.split(r"\s*-\s*", b) if normalize(p)]
+    return any(_same_place(x, y) for x in parts_a for y in parts_b)
 
 
 def _same_place(a: str, b: str) -> bool:
