@@ -412,6 +412,24 @@ def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
     assert "Ulla Vik" in ans.reason and {s.label for s in ans.support} == {1, 2}  # the bridge's sentence is cited
 
 
+def test_a_life_span_whose_dash_was_lost_is_read_as_two_dates():
+    ev = _pages(
+        ("Autumn Story", "Autumn Story is a 1998 French film directed by Eric Mohr."),
+        ("Reef Secrets", "Reef Secrets is a documentary film directed by Robert Yount."),
+        ("Eric Mohr", "Eric Mohr (21 March 192011 January 2010) was a French film director."),
+        ("Robert Yount", "Robert Yount (born November 22, 1924 in New York City) is an American director."),
+    )  # fmt: skip
+    # the build's parse cut the glued run where it did on a 2Wiki page: "21 March 192011" and "January 2010"
+    spans = (("1998", "DATE"), ("French", "NORP"), ("Eric Mohr", "PERSON"), ("Robert Yount", "PERSON"),
+             ("21 March 192011", "DATE"), ("January 2010", "DATE"), ("November 22, 1924", "DATE"))
+    ev = [replace(e, mentions=spans) for e in ev]
+    q = analyze("Which film has the director who was born first, Autumn Story or Reef Secrets?")
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    assert ans.text == "Autumn Story", ans.reason
+    died = Reader(min_confidence=0.0).read(analyze("When did Eric Mohr die?"), None, ev)
+    assert died.text == "11 January 2010", died.reason
+
+
 def test_a_hyphened_nationality_shares_each_of_its_parts():
     ev = _pages(
         ("Ivar Lunde", "Ivar Lunde (1910–1977) was a Norwegian- American film director."),  # as 2Wiki spaces it

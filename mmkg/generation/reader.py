@@ -140,6 +140,11 @@ _OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)
 _DASH = re.compile(r"\s[–—-]\s|[–—]")
 _MONTHS = {m: i for i, m in enumerate(MONTH_NAMES, 1)}
 _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
+# a life span whose dash the text lost: "(21 March 192011 January 2010)", "(March 25, 1942August 16, 2018)"; the
+# match is the first date's year, and the second date opens where it ends
+_MONTH_WORD = "(?:" + "|".join(m.capitalize() for m in _MONTHS) + ")"
+_DATE_AT = re.compile(rf"\d{{1,2}}\s+{_MONTH_WORD}\s+\d{{4}}|{_MONTH_WORD}\s+\d{{1,2}},?\s+\d{{4}}")
+_GLUED_YEAR = re.compile(rf"(?<=\s)(?:1\d{{3}}|20\d{{2}})(?=\d{{1,2}}\s+{_MONTH_WORD}\b|{_MONTH_WORD}\b)")
 _DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 _MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
                          re.IGNORECASE)  # fmt: skip
@@ -435,6 +440,8 @@ class Reader:
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
         elif labels:
             spans = [e for e in ents if e[1] in labels]
+            if value_type == "date":  # two dates glued where a dash was lost: two spans
+                spans = [piece for sp in spans for piece in _unglued(s.text, sp)]
             if value_type == "date":  # "2 February 1881" that NER cut to "February 1881" (a dash before it)
                 spans = [(s.text[m.start() : b], lab, m.start(), b)
                          if lab == "DATE" and (m := _DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
@@ -1177,10 +1184,25 @@ def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     if open_ < 0 or close < 0 or ")" in text[open_:a]:
         return ()
     inner = text[open_ + 1 : close]
-    dash = _DASH.search(inner)
-    if dash is None or not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
+    dash = _DASH.search(inner) or _GLUED_YEAR.search(f" {inner}")
+    if dash is None:
+        return ()
+    if dash.re is _GLUED_YEAR:  # the lost dash sat where the first date's year ends (one space was prefixed)
+        return ("died", "death") if a - open_ - 1 >= dash.end() - 1 else ("born", "birth")
+    if not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
         return ()
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
+
+
+def _unglued(text: str, span: tuple[str, str, int, int]) -> list[tuple[str, str, int, int]]:
+    """A date span that holds two dates glued where a dash was lost ("21 March 192011 January 2010") as its two
+    dates; any other span as it is."""
+    _, label, a, b = span
+    m = _GLUED_YEAR.search(text, a)  # NER may have cut the glued run anywhere ("21 March 192011", "January 2010")
+    second = _DATE_AT.match(text, m.end()) if label == "DATE" and m is not None and m.start() < b else None
+    if m is None or second is None:
+        return [span]
+    return [(text[a : m.end()], label, a, m.end()), (second.group(0), label, m.end(), second.end())]
 
 
 # "is a Chinese American actor", "is a 1935 British crime film", "is a director from Denmark": the copular
