@@ -186,21 +186,22 @@ def _accepted(method: Callable[..., Any]) -> set[str] | None:
 
 
 def _takes_device(image_processor: Any) -> bool:
-    """Whether an image processor runs its resize and normalization on a named torch device
-    (transformers' torchvision backend lists ``device`` among its keyword arguments)."""
-    kwargs = getattr(image_processor, "valid_kwargs", None)
-    return "device" in getattr(kwargs, "__annotations__", {})
+    """Whether an image processor runs its resize and normalization on a named torch device: transformers'
+    torchvision backend (``backend == "torchvision"``; the ``*Fast`` classes of earlier releases). Every image
+    processor accepts a ``device`` keyword in the pinned release; the PIL backend ignores it."""
+    return getattr(image_processor, "backend", None) == "torchvision" or type(image_processor).__name__.endswith("Fast")
 
 
 def _decode_all(images: Sequence[ImageInput]) -> list[Image.Image]:
     """Decode a batch's pictures in threads, in order: Pillow releases the GIL while it decodes, and on a
     GPU the encoder otherwise waits on one core reading JPEGs. The first unreadable file raises its
     ``ImageReadError``, as the sequential loop did."""
-    if len(images) < 2:
+    if len(images) < 2 or any(image.pil is not None for image in images):
+        # pixels already in memory: nothing to decode, and one PIL image object may stand twice in a batch
         return [image.load_rgb() for image in images]
     workers = min(len(images), os.cpu_count() or 1, 8)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mmkg-decode") as pool:
-        return list(pool.map(ImageInput.load_rgb, images))
+        return list(pool.map(lambda image: image.load_rgb(), images))
 
 
 class ClipEncoder:
@@ -247,9 +248,8 @@ class ClipEncoder:
         self.model.to(self.device).eval()
         self.tokenizer, self.image_processor = self._load_processors(source, trust_remote_code)
         # A torchvision-backed image processor resizes and normalizes where it is told to: on a GPU, the
-        # model's device. On an H200 the image side was bound by this step on the CPU (about 250-350
-        # images/s for ViT-B/32 and ViT-L/14 alike, docs/results/gpu.md). PIL-backed processors take no
-        # device, and stay on the CPU.
+        # model's device. On an H200 the image side was bound by this step on the CPU (143-347 images/s for
+        # ViT-B/32 and ViT-L/14 alike, docs/results/gpu.md). A PIL-backed processor stays on the CPU.
         self.preprocess_device: str | None = (
             self.device if _takes_device(self.image_processor) and self.device != "cpu" else None
         )

@@ -182,11 +182,14 @@ def test_clip_deterministic_and_batch_invariant(tiny_clip: ClipEncoder, photo_pa
     np.testing.assert_allclose(batched, tiny_clip.encode_images(inputs, batch_size=1), atol=1e-5)
 
 
-def test_clip_preprocesses_where_the_model_runs(tiny_clip: ClipEncoder):
+def test_clip_preprocesses_where_the_model_runs(tiny_clip: ClipEncoder, tiny_clip_dir: Path):
+    from transformers import AutoImageProcessor
+
     from mmkg.encoders import _takes_device
 
-    # the pinned transformers gives CLIP a torchvision-backed processor, which takes a device
+    # the pinned transformers gives CLIP a torchvision-backed processor, which takes a device; the PIL one does not
     assert _takes_device(tiny_clip.image_processor)
+    assert not _takes_device(AutoImageProcessor.from_pretrained(tiny_clip_dir, backend="pil"))
     assert tiny_clip.preprocess_device is None  # on the CPU nothing moves
     assert not _takes_device(object())
 

@@ -67,6 +67,8 @@ _TYPE_WORDS = {
         kilometre kilometer metre meter kilogram gram pound dollar euro""",
 }
 _TYPE_NOUNS: dict[str, str] = {word: kind for kind, words in _TYPE_WORDS.items() for word in words.split()}
+#: nouns that make a name an organization's ("Harvard University", "King's College", "Acme Company")
+ORGANIZATION_NOUNS = frozenset(_TYPE_WORDS["organization"].split())
 # a noun that only asks to name something: look at what it is the name of ("the name of the director")
 _LIGHT_NOUNS = frozenset({"name", "title", "kind", "type", "sort", "one", "part", "term"})
 _AGENT = re.compile(r"[a-z]{3,}(er|or|ist|ian|ant|ent)$")
@@ -97,6 +99,8 @@ _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 # "or" between alternatives, in lower case (or all capitals): a title-case "Or" is part of a title ("Broadway Or Bust")
+# what an alternative opens with: a capital, a digit, a quote or a determiner ("the harbour")
+_LOOKS_LIKE_OPTION = re.compile(r"[A-Z0-9\"“'(]|(?:the|a|an|this|that|his|her|their|its)\s", re.UNICODE)
 _OR = re.compile(r"\s+(?:or|OR)\s+")
 # the words that make a sentence a question: before the comma of "Which came first, A or B?"
 _ASKING = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})
@@ -285,12 +289,20 @@ def _options(text: str) -> tuple[str, ...]:
         if m and words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER):
             return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), m.group(2)))
         return ()
-    # the alternatives follow the first comma or colon before the first " or " that closes the asking words: not a
-    # later one, which may sit inside a title ("born first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between
-    # the alternatives ("born first, A, B or C")
+    # the alternatives follow the first comma or colon after the question's last asking word (a wh-word or an
+    # auxiliary, in lower case or opening the question: "In May 2015, which company sold more, A or B?" and "What
+    # Price Glory" in a title ask nothing): not the last comma before " or ", which may sit inside a title ("born
+    # first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between the alternatives ("born first, A, B or C")
+    # Of the commas after the asking word, the first after which every piece looks like an alternative (a
+    # name, a number or a determiner's phrase: "which sailed more, according to the report, A or B?"), else
+    # the last one ("which is sweeter, apples or pears?").
     head = _OR.split(body, maxsplit=1)[0]
-    cut = next((m.start() for m in re.finditer(r"[,:]", head)
-                if set(re.findall(r"[a-z]+", head[: m.start()].lower())) & (_ASKING | _AUXILIARIES)), -1)  # fmt: skip
+    asked = [m.end() for m in re.finditer(r"[A-Za-z]+", head)
+             if m.group(0).lower() in _ASKING | _AUXILIARIES and (m.group(0).islower() or m.start() == 0)]  # fmt: skip
+    commas = [m.start() for m in re.finditer(r"[,:]", head) if asked and m.start() >= asked[-1]]
+    cut = next((c for c in commas if all(_LOOKS_LIKE_OPTION.match(p.strip(" ,;\"'“”"))
+                                         for p in re.split(r",|\s+(?:or|OR)\s+", body[c + 1 :]) if p.strip())),
+               commas[-1] if commas else -1)  # fmt: skip
     if cut < 0:
         # none: "According to the guide, when can a sentence map to either A or B?": the question itself follows
         # the comma, so what follows it is no list of alternatives

@@ -82,6 +82,7 @@ from mmkg.generation.quantities import (
 )
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
+    ORGANIZATION_NOUNS,
     TYPE_LABELS,
     TYPE_ONLY,
     QuestionAnalysis,
@@ -144,7 +145,8 @@ _MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
 # match is the first date's year, and the second date opens where it ends
 _MONTH_WORD = "(?:" + "|".join(m.capitalize() for m in _MONTHS) + ")"
 _DATE_AT = re.compile(rf"\d{{1,2}}\s+{_MONTH_WORD}\s+\d{{4}}|{_MONTH_WORD}\s+\d{{1,2}},?\s+\d{{4}}")
-_GLUED_YEAR = re.compile(rf"(?<=\s)(?:1\d{{3}}|20\d{{2}})(?=\d{{1,2}}\s+{_MONTH_WORD}\b|{_MONTH_WORD}\b)")
+_DATE_LEAD = re.compile(rf"(?:\d{{1,2}}\s+{_MONTH_WORD}|{_MONTH_WORD}\s+\d{{1,2}},?)\s+$")
+_GLUED_YEAR = re.compile(rf"(?<![\d,.])(?:1\d{{3}}|20\d{{2}})(?=\d{{1,2}}\s+{_MONTH_WORD}\b|{_MONTH_WORD}\b)")
 _DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 _MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
                          re.IGNORECASE)  # fmt: skip
@@ -270,17 +272,21 @@ def _contains(haystack: str, needle: str) -> bool:
 
 
 def _same_person(a: str, b: str) -> bool:
-    """Whether two names of two words or more name one person as pages write them: the same first and last word,
-    spelled alike ("Stuart Peter Townsend" and "Stuart Townsend", "Yuen Wo-ping" and "Yuen Woo-ping"). Words
-    under four letters must match exactly, so "Henry II" and "Henry III" stay father and son."""
-    x, y = normalize(a).split(), normalize(b).split()
-    if len(x) < 2 or len(y) < 2:
+    """Whether two names are one person's, spelled two ways as pages write them ("Leopoldo Torres Nilsson" and
+    "Leopoldo Torre Nilsson", "Yuen Wo-ping" and "Yuen Woo-ping"): as many words, the first one the same, each
+    other word alike (the same, or at four letters or more nearly so), and some word spelled differently. A
+    name one word longer is another person ("John Adams", "John Quincy Adams"); so is a name whose short
+    words differ ("Henry II", "Henry III"; "Philip II of Spain", "Philip III of Spain")."""
+    x, y = _name_words(a), _name_words(b)
+    if len(x) < 2 or len(x) != len(y) or x == y or x[0] != y[0]:
         return False
+    return all(u == v or (min(len(u), len(v)) >= 4 and Indel.normalized_similarity(u, v) >= 0.8)
+               for u, v in zip(x[1:], y[1:], strict=True))  # fmt: skip
 
-    def alike(u: str, v: str) -> bool:
-        return u == v or (min(len(u), len(v)) >= 4 and Indel.normalized_similarity(u, v) >= 0.8)
 
-    return alike(x[0], y[0]) and alike(x[-1], y[-1])
+def _name_words(name: str) -> list[str]:
+    """A name's words in lower case, hyphened parts kept together ("Wo-ping")."""
+    return [w for w in (re.sub(r"[^\w-]", "", t).lower() for t in name.split()) if w]
 
 
 @lru_cache(maxsize=1)
@@ -441,7 +447,7 @@ class Reader:
         elif labels:
             spans = [e for e in ents if e[1] in labels]
             if value_type == "date":  # two dates glued where a dash was lost: two spans
-                spans = [piece for sp in spans for piece in _unglued(s.text, sp)]
+                spans = _outermost([piece for sp in spans for piece in _unglued(s.text, sp)])
             if value_type == "date":  # "2 February 1881" that NER cut to "February 1881" (a dash before it)
                 spans = [(s.text[m.start() : b], lab, m.start(), b)
                          if lab == "DATE" and (m := _DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
@@ -611,8 +617,10 @@ class Reader:
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
                 # a name NER took for an organization that a place qualifies ("in Sabaneta, Barinas") is a town,
-                # unless the question asks for an institution ("studied at King's College, Cambridge")
-                org = label == "ORG" and (q.institution or not _placed(s.text, b, places))
+                # unless the question asks for an institution or the name says it is one ("King's College,
+                # Cambridge")
+                org = label == "ORG" and (q.institution or not _placed(s.text, b, places)
+                                          or bool(ORGANIZATION_NOUNS & set(_WORD.findall(text.lower()))))  # fmt: skip
                 if value_type == "place" and org != q.institution:
                     # an institution answers "where" less often than a place does, unless the question's verb is
                     # one done at an institution ("Where does X work?"): then a town is the weaker answer
@@ -1184,11 +1192,11 @@ def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     if open_ < 0 or close < 0 or ")" in text[open_:a]:
         return ()
     inner = text[open_ + 1 : close]
-    dash = _DASH.search(inner) or _GLUED_YEAR.search(f" {inner}")
+    dash = _DASH.search(inner) or _GLUED_YEAR.search(inner)
     if dash is None:
         return ()
-    if dash.re is _GLUED_YEAR:  # the lost dash sat where the first date's year ends (one space was prefixed)
-        return ("died", "death") if a - open_ - 1 >= dash.end() - 1 else ("born", "birth")
+    if dash.re is _GLUED_YEAR:  # the lost dash sat where the first date's year ends
+        return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
     if not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
         return ()
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
@@ -1202,7 +1210,19 @@ def _unglued(text: str, span: tuple[str, str, int, int]) -> list[tuple[str, str,
     second = _DATE_AT.match(text, m.end()) if label == "DATE" and m is not None and m.start() < b else None
     if m is None or second is None:
         return [span]
-    return [(text[a : m.end()], label, a, m.end()), (second.group(0), label, m.end(), second.end())]
+    start = a
+    if m.start() == a and (lead := _DATE_LEAD.search(text, 0, a)):  # cut as "21 March" + "192011 January 2010"
+        start = lead.start()
+    return [(text[start : m.end()], label, start, m.end()), (second.group(0), label, m.end(), second.end())]
+
+
+def _outermost(spans: list[tuple[str, str, int, int]]) -> list[tuple[str, str, int, int]]:
+    """The spans that lie inside no other one ("January 2010" goes where "11 January 2010" is), each once."""
+    out = []
+    for sp in dict.fromkeys(spans):
+        if not any(o != sp and o[2] <= sp[2] and sp[3] <= o[3] for o in spans):
+            out.append(sp)
+    return out
 
 
 # "is a Chinese American actor", "is a 1935 British crime film", "is a director from Denmark": the copular
@@ -1362,13 +1382,14 @@ def _touches(r: Any, names: Sequence[str]) -> bool:
 
 
 def _shared_value(a: str, b: str) -> bool:
-    """Whether two nationality or country values share a place: the same value, or a part of a hyphened compound
-    ("Czech-American" is American too; "South African" and "African-American" share none)."""
-    if normalize(a) == normalize(b):
-        return True
-    parts_a = [normalize(p) for p in re.split(r"\s*-\s*", a) if normalize(p)]
-    parts_b = [normalize(p) for p in re.split(r"\s*-\s*", b) if normalize(p)]
-    return any(_same_place(x, y) for x in parts_a for y in parts_b)
+    """Whether two nationality or country values share a place: the same value, or the last part of a hyphened
+    compound, which says where someone is of ("Czech-American" is American too). "South African" and
+    "African-American" share none."""
+
+    def forms(value: str) -> set[str]:
+        return {f for f in (normalize(value), normalize(re.split(r"\s*-\s*", value)[-1])) if f}
+
+    return any(x == y or _same_place(x, y) for x in forms(a) for y in forms(b))
 
 
 def _same_place(a: str, b: str) -> bool:
