@@ -187,9 +187,12 @@ def _accepted(method: Callable[..., Any]) -> set[str] | None:
 
 def _takes_device(image_processor: Any) -> bool:
     """Whether an image processor runs its resize and normalization on a named torch device: transformers'
-    torchvision backend (``backend == "torchvision"``; the ``*Fast`` classes of earlier releases). Every image
+    torchvision backend (``backend == "torchvision"``; ``BaseImageProcessorFast`` in earlier releases). Every image
     processor accepts a ``device`` keyword in the pinned release; the PIL backend ignores it."""
-    return getattr(image_processor, "backend", None) == "torchvision" or type(image_processor).__name__.endswith("Fast")
+    if getattr(image_processor, "backend", None) == "torchvision":
+        return True
+    bases = {cls.__name__ for cls in type(image_processor).__mro__}
+    return bool(bases & {"TorchvisionBackend", "BaseImageProcessorFast"})
 
 
 def _decode_all(images: Sequence[ImageInput]) -> list[Image.Image]:
