@@ -200,7 +200,8 @@ def _decode_all(images: Sequence[ImageInput]) -> list[Image.Image]:
     GPU the encoder otherwise waits on one core reading JPEGs. The first unreadable file raises its
     ``ImageReadError``, as the sequential loop did."""
     if len(images) < 2 or any(image.pil is not None for image in images):
-        # pixels already in memory: nothing to decode, and one PIL image object may stand twice in a batch
+        # a batch that holds pixels in memory is read in order: one PIL image object may stand twice in it, and
+        # PIL's lazy loading is not safe across threads
         return [image.load_rgb() for image in images]
     workers = min(len(images), os.cpu_count() or 1, 8)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mmkg-decode") as pool:

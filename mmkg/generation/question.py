@@ -98,10 +98,12 @@ _QUOTED = re.compile(r"[\"“”']([^\"“”']{2,80})[\"“”']")
 _TITLE_JOINERS = frozenset({"of", "the", "a", "an", "in", "on", "for", "to", "de", "la", "le", "von", "van", "du", "da",
                             "di", "del", "at", "with"})  # fmt: skip
 _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
+# a determiner an alternative may open with ("the harbour")
+_DETERMINER = re.compile(r"(?:the|a|an|this|that|these|those|his|her|their|its)\s")
 # "or" between alternatives, in lower case (or all capitals): a title-case "Or" is part of a title ("Broadway Or Bust")
-# what an alternative opens with: a capital, a digit, a quote or a determiner ("the harbour")
-_LOOKS_LIKE_OPTION = re.compile(r"[A-Z0-9\"“'(]|(?:the|a|an|this|that|his|her|their|its)\s", re.UNICODE)
 _OR = re.compile(r"\s+(?:or|OR)\s+")
+# where a sentence opens, so a capitalized wh-word there asks ("Q: Which came first, ...")
+_SENTENCE_OPENS = re.compile(r"(?:^|[.?!:;\"“(])\s*$")
 # the words that make a sentence a question: before the comma of "Which came first, A or B?"
 _ASKING = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})
 _OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
@@ -295,14 +297,24 @@ def _options(text: str) -> tuple[str, ...]:
     # first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between the alternatives ("born first, A, B or C")
     # Of the commas after the asking word, the first after which every piece looks like an alternative (a
     # name, a number or a determiner's phrase: "which sailed more, according to the report, A or B?"), else
-    # the last one ("which is sweeter, apples or pears?").
+    # the last one ("which is sweeter, apples or pears?"). An asking word can sit inside an alternative ("O
+    # Crime do Padre Amaro", "the Latinos who were born abroad"): with no comma after the last one, the first
+    # comma after the first one whose pieces look like alternatives.
     head = _OR.split(body, maxsplit=1)[0]
-    asked = [m.end() for m in re.finditer(r"[A-Za-z]+", head)
-             if m.group(0).lower() in _ASKING | _AUXILIARIES and (m.group(0).islower() or m.start() == 0)]  # fmt: skip
-    commas = [m.start() for m in re.finditer(r"[,:]", head) if asked and m.start() >= asked[-1]]
-    cut = next((c for c in commas if all(_LOOKS_LIKE_OPTION.match(p.strip(" ,;\"'“”"))
-                                         for p in re.split(r",|\s+(?:or|OR)\s+", body[c + 1 :]) if p.strip())),
-               commas[-1] if commas else -1)  # fmt: skip
+    asked = [m.end() for m in re.finditer(r"[^\W\d_]+", head)
+             if m.group(0).lower() in _ASKING | _AUXILIARIES
+             and (m.group(0).islower() or _SENTENCE_OPENS.search(head[: m.start()]))]  # fmt: skip
+
+    def looks_like_options(c: int) -> bool:
+        pieces = [p.strip(" ,;\"'“”") for p in re.split(r",|\s+(?:or|OR)\s+", body[c + 1 :])]
+        return all(p[:1].isupper() or p[:1].isdigit() or _DETERMINER.match(p) for p in pieces if p)
+
+    commas = [m.start() for m in re.finditer(r"[,:]", head)]
+    after_last = [c for c in commas if asked and c >= asked[-1]]
+    if after_last:
+        cut = next((c for c in after_last if looks_like_options(c)), after_last[-1])
+    else:
+        cut = next((c for c in commas if asked and c >= asked[0] and looks_like_options(c)), -1)
     if cut < 0:
         # none: "According to the guide, when can a sentence map to either A or B?": the question itself follows
         # the comma, so what follows it is no list of alternatives

@@ -54,6 +54,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
+from itertools import pairwise
 from pathlib import PurePath
 from typing import Any
 
@@ -276,12 +277,16 @@ def _same_person(a: str, b: str) -> bool:
     "Leopoldo Torre Nilsson", "Yuen Wo-ping" and "Yuen Woo-ping"): as many words, the first one the same, each
     other word alike (the same, or at four letters or more nearly so), and some word spelled differently. A
     name one word longer is another person ("John Adams", "John Quincy Adams"); so is a name whose short
-    words differ ("Henry II", "Henry III"; "Philip II of Spain", "Philip III of Spain")."""
+    words or regnal numbers differ ("Henry II", "Henry III"; "Louis XVII", "Louis XVIII")."""
     x, y = _name_words(a), _name_words(b)
     if len(x) < 2 or len(x) != len(y) or x == y or x[0] != y[0]:
         return False
-    return all(u == v or (min(len(u), len(v)) >= 4 and Indel.normalized_similarity(u, v) >= 0.8)
+    return all(u == v or (min(len(u), len(v)) >= 4 and not _ROMAN.fullmatch(u) and not _ROMAN.fullmatch(v)
+                          and Indel.normalized_similarity(u, v) >= 0.8)
                for u, v in zip(x[1:], y[1:], strict=True))  # fmt: skip
+
+
+_ROMAN = re.compile(r"[ivxlcdm]+")
 
 
 def _name_words(name: str) -> list[str]:
@@ -619,8 +624,7 @@ class Reader:
                 # a name NER took for an organization that a place qualifies ("in Sabaneta, Barinas") is a town,
                 # unless the question asks for an institution or the name says it is one ("King's College,
                 # Cambridge")
-                org = label == "ORG" and (q.institution or not _placed(s.text, b, places)
-                                          or bool(ORGANIZATION_NOUNS & set(_WORD.findall(text.lower()))))  # fmt: skip
+                org = label == "ORG" and (q.institution or not _placed(s.text, b, places) or _institution_named(text))
                 if value_type == "place" and org != q.institution:
                     # an institution answers "where" less often than a place does, unless the question's verb is
                     # one done at an institution ("Where does X work?"): then a town is the weaker answer
@@ -1220,7 +1224,7 @@ def _outermost(spans: list[tuple[str, str, int, int]]) -> list[tuple[str, str, i
     """The spans that lie inside no other one ("January 2010" goes where "11 January 2010" is), each once."""
     out = []
     for sp in dict.fromkeys(spans):
-        if not any(o != sp and o[2] <= sp[2] and sp[3] <= o[3] for o in spans):
+        if not any((o[2], o[3]) != (sp[2], sp[3]) and o[2] <= sp[2] and sp[3] <= o[3] for o in spans):
             out.append(sp)
     return out
 
@@ -1276,6 +1280,14 @@ def _parent_role(text: str, a: int, b: int) -> str:
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
 _QUALIFIER = re.compile(r"\b[A-Z][\w.'’-]*,\s*$")
+
+
+def _institution_named(name: str) -> bool:
+    """Whether a name says it is an organization's: its last word, or a word before "of", is an organization noun
+    ("King's College", "University of Leeds"; not "College Station" or "Studio City")."""
+    words = _WORD.findall(name.lower())
+    return bool(words) and (words[-1] in ORGANIZATION_NOUNS or any(
+        w in ORGANIZATION_NOUNS and nxt == "of" for w, nxt in pairwise(words)))  # fmt: skip
 
 
 def _placed(text: str, end: int, places: set[int]) -> bool:
@@ -1382,12 +1394,13 @@ def _touches(r: Any, names: Sequence[str]) -> bool:
 
 
 def _shared_value(a: str, b: str) -> bool:
-    """Whether two nationality or country values share a place: the same value, or the last part of a hyphened
-    compound, which says where someone is of ("Czech-American" is American too). "South African" and
-    "African-American" share none."""
+    """Whether two nationality or country values share a place by ``_same_place`` (its four-letter prefix test
+    included), on the whole value or on the capitalized last part of a hyphened compound, which says where
+    someone is of ("Czech-American" is American too; the "born" of "German-born" is no place)."""
 
     def forms(value: str) -> set[str]:
-        return {f for f in (normalize(value), normalize(re.split(r"\s*-\s*", value)[-1])) if f}
+        last = re.split(r"\s*-\s*", value)[-1]
+        return {f for f in (normalize(value), normalize(last) if last[:1].isupper() else "") if f}
 
     return any(x == y or _same_place(x, y) for x in forms(a) for y in forms(b))
 
