@@ -291,10 +291,10 @@ def _options(text: str) -> tuple[str, ...]:
         if m and words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER):
             return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), m.group(2)))
         return ()
-    # the alternatives follow the first comma or colon after the question's last asking word (a wh-word or an
-    # auxiliary, in lower case or opening the question: "In May 2015, which company sold more, A or B?" and "What
-    # Price Glory" in a title ask nothing): not the last comma before " or ", which may sit inside a title ("born
-    # first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between the alternatives ("born first, A, B or C")
+    # the alternatives follow a comma or colon after the question's last asking word (a wh-word or an auxiliary,
+    # in lower case or opening a sentence: "May" in "In May 2015, which company sold more, A or B?" and "What" in
+    # the title "What Price Glory" ask nothing), not the last comma before " or ", which may sit inside a title
+    # ("born first, Jára Cimrman Lying, Sleeping or Mr. Ace") or between the alternatives ("born first, A, B or C").
     # Of the commas after the asking word, the first after which every piece looks like an alternative (a
     # name, a number or a determiner's phrase: "which sailed more, according to the report, A or B?"), else
     # the last one ("which is sweeter, apples or pears?"). An asking word can sit inside an alternative ("O
