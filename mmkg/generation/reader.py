@@ -272,6 +272,9 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(n) and f" {n} " in f" {normalize(haystack)} "
 
 
+_ROMAN = re.compile(r"[ivxlcdm]+")  # a regnal number, in lower case
+
+
 def _same_person(a: str, b: str) -> bool:
     """Whether two names are one person's, spelled two ways as pages write them ("Leopoldo Torres Nilsson" and
     "Leopoldo Torre Nilsson", "Yuen Wo-ping" and "Yuen Woo-ping"): as many words, the first one the same, each
@@ -284,9 +287,6 @@ def _same_person(a: str, b: str) -> bool:
     return all(u == v or (min(len(u), len(v)) >= 4 and not _ROMAN.fullmatch(u) and not _ROMAN.fullmatch(v)
                           and Indel.normalized_similarity(u, v) >= 0.8)
                for u, v in zip(x[1:], y[1:], strict=True))  # fmt: skip
-
-
-_ROMAN = re.compile(r"[ivxlcdm]+")
 
 
 def _name_words(name: str) -> list[str]:
@@ -451,9 +451,10 @@ class Reader:
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
         elif labels:
             spans = [e for e in ents if e[1] in labels]
-            if value_type == "date":  # two dates glued where a dash was lost: two spans
+            if value_type == "date":
+                # two dates glued where a dash was lost: two spans
                 spans = _outermost([piece for sp in spans for piece in _unglued(s.text, sp)])
-            if value_type == "date":  # "2 February 1881" that NER cut to "February 1881" (a dash before it)
+                # "2 February 1881" that NER cut to "February 1881" (a dash before it)
                 spans = [(s.text[m.start() : b], lab, m.start(), b)
                          if lab == "DATE" and (m := _DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
@@ -602,7 +603,8 @@ class Reader:
         for s in pool:
             row = value_type == "number" and CELL_SEP in s.text
             spans = self._spans(q, s, labels, value_type)
-            places = {a for _, label, a, _ in spans if label in ("GPE", "LOC", "PLACE")}  # where a place starts
+            # where a place starts, for "where": does a place qualify the name before it ("Sabaneta, Barinas")?
+            places = {a for _, label, a, _ in spans if value_type == "place" and label in ("GPE", "LOC", "PLACE")}
             for text, label, a, b in spans:
                 if row and table_cell(s.text, a, b) is None:
                     continue  # a number in a row's labels or a column header ("2015:") is no cell's value
@@ -621,11 +623,7 @@ class Reader:
                 if value_type == "number" and q.years and _other_year(s.text, a, b, q.years, asked_periods):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
-                # a name NER took for an organization that a place qualifies ("in Sabaneta, Barinas") is a town,
-                # unless the question asks for an institution or the name says it is one ("King's College,
-                # Cambridge")
-                org = label == "ORG" and (q.institution or not _placed(s.text, b, places) or _institution_named(text))
-                if value_type == "place" and org != q.institution:
+                if value_type == "place" and _weighed_as_org(q, s.text, text, label, b, places) != q.institution:
                     # an institution answers "where" less often than a place does, unless the question's verb is
                     # one done at an institution ("Where does X work?"): then a town is the weaker answer
                     score *= ORG_AS_PLACE
@@ -1280,6 +1278,13 @@ def _parent_role(text: str, a: int, b: int) -> str:
 
 _QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
 _QUALIFIER = re.compile(r"\b[A-Z][\w.'’-]*,\s*$")
+
+
+def _weighed_as_org(q: QuestionAnalysis, text: str, name: str, label: str, end: int, places: set[int]) -> bool:
+    """Whether a "where" candidate counts as an organization: NER's ORG, except a name a place qualifies ("in
+    Sabaneta, Barinas" is a town), unless the question asks for an institution or the name says it is one
+    ("King's College, Cambridge")."""
+    return label == "ORG" and (q.institution or not _placed(text, end, places) or _institution_named(name))
 
 
 def _institution_named(name: str) -> bool:
