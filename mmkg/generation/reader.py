@@ -1411,8 +1411,22 @@ def _shared_value(a: str, b: str) -> bool:
 
 
 def _same_place(a: str, b: str) -> bool:
-    """Two nationality or country values that name the same place ("american" / "united states" is not caught)."""
-    return bool(a) and bool(b) and (a.startswith(b[:4]) or b.startswith(a[:4]))
+    """Two normalized nationality or country values that name the same place: one word, or the same words, that
+    differ only in a demonym's ending after at least four shared letters: at most three letters on each side
+    ("italy" / "italian", "britain" / "british"), or up to four added to the whole of the other ("peru" /
+    "peruvian"). Another word ("guinea" / "guinea bissau") or a longer change ("austria" / "australia",
+    "slovakia" / "slovenia") is another place. Irregular pairs are not caught ("american" / "united states",
+    "france" / "french", "norway" / "norwegian")."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    rest = (a[shared:], b[shared:])
+    if shared < 4 or any(" " in r for r in rest):
+        return False
+    short, long_ = sorted(len(r) for r in rest)
+    return long_ <= 3 or (short == 0 and long_ <= 4)
 
 
 _PERCENT_WORD = re.compile(r"\s+per\s*cent(?:age)?\s*$", re.IGNORECASE)
