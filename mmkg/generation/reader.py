@@ -32,7 +32,9 @@
    two values is read as two number questions and computed, both values cited.
 7. **Lookup by a code or a label** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line
    that holds "AR01" gives for it ("1. Little Rock AR01"), "who produced the document" what follows the label
-   "Produced by:", which no sentence states.
+   "Produced by:", which no sentence states. **Definitions** (``mmkg.generation.definition``): "how does the
+   document define T" is the sentence the evidence gives T as a lead ("T. ...", "T: ...") or after a defining
+   verb ("T is defined as ..."), "what does T stand for" the words whose initials spell T beside it.
 8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
    answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``),
    and an answer read off another page of the document than the one the question points at ("the governor as
@@ -67,6 +69,7 @@ from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
+from mmkg.generation.definition import defined_term, definitions, expansions
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.lookup import codes, keyed_lines, labelled_lines
 from mmkg.generation.phrases import focus_phrases, tags
@@ -208,7 +211,7 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | definition | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -662,6 +665,9 @@ class Reader:
         elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
                 (keyed := self._keyed(q, evidence, sentences) or self._labelled(q, evidence, sentences)):  # fmt: skip
             ans = keyed
+        elif q.answer_type == "string" and (asked := defined_term(q.text)) is not None and \
+                (defined := self._defined(asked, evidence, sentences)) is not None:  # fmt: skip
+            ans = defined
         else:
             ans = (self._arithmetic(q, evidence, result) if q.arithmetic is not None else None) or self._span(
                 q, sentences, result)
@@ -687,7 +693,8 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
-        if ans.method in ("span", "arithmetic", "parts", "list", "label") and not ans.abstained and absent:
+        if ans.method in ("span", "arithmetic", "parts", "list", "label", "definition") and not ans.abstained and \
+                absent:  # fmt: skip
             # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
             _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
@@ -744,12 +751,33 @@ class Reader:
                            reason=f"the evidence gives it under the label {k.key!r}{times}: {k.line!r}")  # fmt: skip
 
     @staticmethod
+    def _defined(asked: tuple[str, str], evidence: Sequence[Evidence], sentences: Sequence[_Sentence],
+                 ) -> ShortAnswer | None:  # fmt: skip
+        """The evidence's definition of the term a question asks about (``mmkg.generation.definition``): the
+        first in evidence order, an acronym's spelled-out form first when it asks what the acronym stands for. A
+        term defined differently in other items is answered with less confidence. None when no item defines it."""
+        term, kind = asked
+        items = [(e.label, e.text) for e in evidence if e.kind == "chunk"]
+        found = (expansions(term, items) if kind == "expand" else []) or definitions(term, items)
+        if not found:
+            return None
+        d = found[0]
+        others = {normalize(x.text) for x in found} - {normalize(d.text)}
+        support = _spelled_support(sentences, d.label, d.text)
+        times = f", {len(found)} times" if len(found) > 1 else ""
+        disagree = f"; {len(others)} other definition(s) differ" if others else ""
+        how = {"lead": "opens", "verb": "is the subject of", "expansion": "is spelled out in"}[d.shape]
+        return ShortAnswer(d.text, "string", KEYED * (0.8 if others else 1.0), method="definition", support=support,
+                           reason=f"the evidence defines {d.term!r} ([{d.label}]{times}): the term {how} the "
+                                  f"definition{disagree}")  # fmt: skip
+
+    @staticmethod
     def _off_page(ans: ShortAnswer, evidence: Sequence[Evidence], result: RetrievalResult | None) -> str:
         """Why an answer read off one sentence cannot answer a question that points at other pages of the same
         document ("on the last page", "page 14"), or "" when it can: the question says where the answer is."""
         pointed = result.pointed_pages if result is not None else {}
-        if not pointed or ans.abstained or ans.method not in ("span", "arithmetic", "lookup", "label") or \
-                not ans.support:  # fmt: skip
+        if not pointed or ans.abstained or not ans.support or \
+                ans.method not in ("span", "arithmetic", "lookup", "label", "definition"):  # fmt: skip
             return ""
         home = next((e for e in evidence if e.label == ans.support[0].label), None)
         if home is None or home.page is None or home.doc_id not in pointed or home.page in pointed[home.doc_id]:
@@ -1364,6 +1392,20 @@ def _value_support(sentences: Sequence[_Sentence], label: int, value: str, *firs
         return None, []
     at = s.text.find(value)
     return s, [Support(s.label, s.text, at, at + len(value) if at >= 0 else -1)]
+
+
+def _spelled_support(sentences: Sequence[_Sentence], label: int, value: str) -> list[Support]:
+    """The support marking ``value`` in a sentence of evidence item ``label`` whatever the line breaks inside it
+    (a definition is read with its lines joined): the whole value, else its first six words to the sentence's end
+    (the sentence splitter may cut it); [] when no sentence of the item holds it."""
+    words = value.split()
+    for n in (len(words), min(6, len(words))):
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in words[:n]))
+        for s in sentences:
+            m = pattern.search(s.text) if s.label == label else None
+            if m is not None:
+                return [Support(s.label, s.text, m.start(), m.end() if n == len(words) else len(s.text))]
+    return []
 
 
 def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
