@@ -114,14 +114,33 @@ def test_the_reader_answers_from_a_label_and_holds_it_to_the_question_s_year(tmp
     assert ans.method != "label", ans.reason
 
 
-def test_an_answer_read_off_another_page_than_the_question_points_at_is_declined(tmp_path: Path):
+def test_an_answer_is_read_on_the_page_the_question_points_at_or_declined(tmp_path: Path):
     evidence = _evidence(tmp_path)
     assert [e.page for e in evidence] == [1, 2, 3]
     ask = "Who is the governor of the harbour board, as mentioned on the {} page of the document?"
     on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
     ans = Reader().read(analyze(ask.format("second")), on_second, evidence)
     assert (ans.text, ans.abstained) == ("Ada Brandt", False), ans.reason
+    # the last page is in the evidence: the answer is read there alone, and it names no governor
     on_last = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [3]})
     ans = Reader().read(analyze(ask.format("last")), on_last, evidence)
+    assert ans.text == NOT_ANSWERABLE and ans.guess != "Ada Brandt", ans.reason
+    # the page pointed at is not in the evidence: the answer read elsewhere is declined, saying where it was read
+    on_seventh = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [7]})
+    ans = Reader().read(analyze(ask.format("seventh")), on_seventh, evidence)
     assert ans.text == NOT_ANSWERABLE and ans.guess == "Ada Brandt", ans.reason
-    assert "points at page(s) 3 and the answer was read on page 2" in ans.reason
+    assert "points at page(s) 7 and the answer was read on page 2" in ans.reason
+
+
+def test_the_page_pointed_at_is_read_even_where_another_page_states_it_better(tmp_path: Path):
+    pages = ["The governor of the harbour board is Ada Brandt. The governor of the harbour board chairs it.",
+             "Board members\nPiet Vos, governor of the harbour board since 2019\nLena Holm, treasurer"]
+    _, chunks = _chunked(tmp_path, "board.pdf", pages, "d1", "Harbour board", 400)
+    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
+                         title="Harbour board", source_path="board.pdf", page=r["page"], chunk_index=r["chunk_index"])
+                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    ask = "Who is the governor of the harbour board on page 2?"
+    assert Reader(min_confidence=0.0).read(analyze(ask), None, evidence).text == "Ada Brandt"  # page 1 says it best
+    on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
+    ans = Reader(min_confidence=0.0).read(analyze(ask), on_second, evidence)
+    assert ans.text == "Piet Vos" and ans.support[0].label == 2, ans.reason

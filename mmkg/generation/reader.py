@@ -38,7 +38,8 @@
 8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
    answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``),
    and an answer read off another page of the document than the one the question points at ("the governor as
-   mentioned on the last page", ``RetrievalResult.pointed_pages``).
+   mentioned on the last page", ``RetrievalResult.pointed_pages``). Where evidence from the pages pointed at
+   was retrieved, the answer is read from it alone.
 
 Every answer carries the sentences that support it (the span by character offsets), a confidence in
 [0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
@@ -644,6 +645,7 @@ class Reader:
 
     # -- the answer -----------------------------------------------------------------------------------------------
     def read(self, q: QuestionAnalysis, result: RetrievalResult | None, evidence: Sequence[Evidence]) -> ShortAnswer:
+        evidence = _on_pointed_pages(evidence, result)
         sentences = self._sentences(q, evidence)
         if not sentences:
             return ShortAnswer(NOT_ANSWERABLE, q.answer_type, 0.0, abstained=True, method="none",
@@ -1392,6 +1394,17 @@ def _value_support(sentences: Sequence[_Sentence], label: int, value: str, *firs
         return None, []
     at = s.text.find(value)
     return s, [Support(s.label, s.text, at, at + len(value) if at >= 0 else -1)]
+
+
+def _on_pointed_pages(evidence: Sequence[Evidence], result: RetrievalResult | None) -> Sequence[Evidence]:
+    """The evidence on the pages the question points at ("on page 14", "the cover page"), when any is there: the
+    answer is read from them alone, rather than read elsewhere and declined (``Reader._off_page``); all of it
+    when none is, or the question points nowhere."""
+    pointed = result.pointed_pages if result is not None else {}
+    if not pointed:
+        return evidence
+    there = [e for e in evidence if e.doc_id in pointed and e.page in pointed[e.doc_id]]
+    return there or evidence
 
 
 def _spelled_support(sentences: Sequence[_Sentence], label: int, value: str) -> list[Support]:
