@@ -7,9 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmkg.generation.base import Evidence
-from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, row_value
+from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, named_rows, row_value
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import KEYED, NOT_ANSWERABLE, Reader
+from mmkg.ingest.base import Limits
+from mmkg.ingest.pdf import read_pdf
 from mmkg.retrieval.results import RetrievalResult
 from tests.test_counting import _chunked
 
@@ -144,3 +146,38 @@ def test_the_page_pointed_at_is_read_even_where_another_page_states_it_better(tm
     on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
     ans = Reader(min_confidence=0.0).read(analyze(ask), on_second, evidence)
     assert ans.text == "Piet Vos" and ans.support[0].label == 2, ans.reason
+
+
+def test_a_table_row_whose_labels_the_question_names_gives_its_value():
+    rows = named_rows("What will happen when you press and hold the down button?", [
+        (1, "Up button | Press and hold | Function: Start boiling\n"
+            "Down button | Press once | Function: Lower the temperature | Remarks: Beeps once"),
+        (2, "Down button | Press and hold | Function: Keep the water warm | Remarks: Lights up"),
+    ])  # fmt: skip
+    # "Press once" says a word the question does not ("once"); "Up button" loses to "Down button" on the caption
+    assert [(r.label, r.value, r.header) for r in rows] == [(2, "Keep the water warm", "Function"),
+                                                            (1, "Start boiling", "Function")]  # fmt: skip
+    # a column the question names is read instead of the first
+    (row,) = named_rows("What remarks apply when you press and hold the down button?", [
+        (2, "Down button | Press and hold | Function: Keep the water warm | Remarks: Lights up")])  # fmt: skip
+    assert (row.header, row.value) == ("Remarks", "Lights up")
+    # a row of numbers is the number reader's
+    assert named_rows("What is the revenue of streaming?", [(1, "Streaming | 2015: 6,779")]) == []
+
+
+def test_the_reader_answers_from_a_ruled_table_row_of_a_real_pdf(tmp_path: Path):
+    from tests.test_pdf_tables import write_manual_pdf
+
+    path = write_manual_pdf(tmp_path / "manual.pdf")
+    doc, _ = read_pdf(path.read_bytes(), "manual.pdf", Limits())
+    evidence = [Evidence(label=1, kind="chunk", text=doc.text, chunk_id="c0", doc_id="d1", title="Kettle",
+                         source_path="manual.pdf", page=1)]  # fmt: skip
+    ans = Reader().read(analyze("What will happen when you press and hold the down button?"), None, evidence)
+    assert (ans.text, ans.method) == ("Keep the water warm for an hour", "row"), ans.reason
+    assert ans.confidence >= 0.25 and "Down button | Press and hold" in ans.reason
+    assert ans.support and ans.support[0].label == 1
+    ans = Reader().read(analyze("What will happen when you press and hold the up button?"), None, evidence)
+    assert ans.text == "Start boiling", ans.reason
+    # no row is labelled by what this question says: no row answers it
+    ans = Reader().read(analyze("What will happen when you press the down button twice?"), None, evidence)
+    assert ans.method != "row", ans.reason

@@ -19,6 +19,15 @@ a value, never as a sentence, and the span reader took the street on the next li
 ``labelled_lines`` finds the lines whose label (at most four words before a colon, outside table rows) holds
 only words the question asks with: its relation words and the noun it asks for, which the label must hold when
 the question has one ("source"); the reader answers with the value when every such line gives the same.
+
+**Lookup by a row's labels**: "What will happen when you press and hold the down button?" is answered by the
+table row "Down button | Press and hold | Function: Wake up the voice assistant. | Remarks: ..." (as
+``mmkg.ingest.pdf_tables.render`` writes rows): a manual's, a brochure's or a report's table states a fact as a
+row whose labels name the thing asked about and whose cells give it, never as a sentence. ``named_rows`` finds
+the rendered rows whose own label (the cell before the first ``header: value`` cell) holds only words the
+question asks with, the caption's words the question shares counting too; the value is the cell whose header
+the question names, else the row's first. The reader answers with the row that names most of the question's
+words (and holds fewest others), and only when such rows agree.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mmkg.enumerations import BULLET_GLYPH, LEADING_MARK
+from mmkg.generation.cells import asked_words
 from mmkg.generation.extractive import content_words
 from mmkg.ingest.pdf_tables import CELL_SEP
 
@@ -164,3 +174,52 @@ def _trim(value: str) -> str:
     if value.count(")") > value.count("("):
         value = value.rstrip(")")
     return value.strip()
+
+
+@dataclass(frozen=True)
+class NamedRow:
+    """A rendered table row whose labels the question names, and the value it gives."""
+
+    line: str
+    label: int  # the evidence item's number
+    header: str  # the value's column header
+    value: str
+    named: int  # how many of the question's words the row's labels name
+    extra: int  # how many words of the row's labels the question does not ask with
+
+
+def named_rows(question: str, evidence: Iterable[tuple[int, str]]) -> list[NamedRow]:
+    """The rendered table rows (``caption | label | header: value | ...`` lines of ``(label, text)`` items) whose
+    row label holds only words the question says (stop words too) and some it asks with
+    (``mmkg.generation.cells.asked_words``), each with the
+    value of the cell whose header the question names, else of its first cell; rows whose values hold no letter
+    (numbers are the number reader's, ``mmkg.generation.cells.named_cells``) are left out. Best first: most of
+    the question's words named by the caption and label together, then fewest of the caption's words the
+    question does not say."""
+    asked, said = asked_words(question), _all_words(question)
+    found = []
+    for label, text in evidence:
+        for line in text.split("\n"):
+            if CELL_SEP not in line:
+                continue
+            cells = [c.strip() for c in line.split(CELL_SEP)]
+            first = next((i for i, c in enumerate(cells) if ": " in c), 0)
+            if first == 0:
+                continue
+            own = asked_words(cells[first - 1])
+            if not own or not _all_words(cells[first - 1]) <= said:  # "Press once" is not "press and hold"
+                continue
+            caption = " ".join(cells[: first - 1])
+            values = [(h.strip(), v.strip()) for h, _, v in (c.rpartition(": ") for c in cells[first:])]
+            header, value = next(((h, v) for h, v in values if asked_words(h) & asked), values[0])
+            if re.search(r"[^\W\d_]{2}", value):
+                # every word counts against a caption the question does not say ("Up button" for "down button")
+                found.append(NamedRow(line.strip(), label, header, value, len((own | asked_words(caption)) & asked),
+                                      len(_all_words(caption) - said)))  # fmt: skip
+    found.sort(key=lambda r: (-r.named, r.extra))
+    return found
+
+
+def _all_words(text: str) -> set[str]:
+    """Every word of a text, lower case and cut to five letters, stop words included ("up", "down", "once")."""
+    return {w.lower()[:5] for w in re.findall(r"[^\W_]+", text)}

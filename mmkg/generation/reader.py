@@ -32,7 +32,8 @@
    two values is read as two number questions and computed, both values cited.
 7. **Lookup by a code or a label** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line
    that holds "AR01" gives for it ("1. Little Rock AR01"), "who produced the document" what follows the label
-   "Produced by:", which no sentence states. **Definitions** (``mmkg.generation.definition``): "how does the
+   "Produced by:", which no sentence states, and "what happens when you press and hold the down button" what
+   the table row "Down button | Press and hold | Function: ..." gives. **Definitions** (``mmkg.generation.definition``): "how does the
    document define T" is the sentence the evidence gives T as a lead ("T. ...", "T: ...") or after a defining
    verb ("T is defined as ..."), "what does T stand for" the words whose initials spell T beside it.
 8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
@@ -72,7 +73,7 @@ from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.definition import defined_term, definitions, expansions
 from mmkg.generation.extractive import STOPWORDS
-from mmkg.generation.lookup import codes, keyed_lines, labelled_lines
+from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, named_rows
 from mmkg.generation.phrases import focus_phrases, tags
 from mmkg.generation.quantities import (
     MONTH_NAMES,
@@ -107,6 +108,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 KEYED = 0.5  # a value read off the lines that a question's code or label keys (``lookup``, ``label``)
+ROW_WORDS = 2  # the question's words a table row's labels must name to answer with its value (``row``)
 _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
 _KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
@@ -212,7 +214,7 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | definition | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | row | definition | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -665,7 +667,8 @@ class Reader:
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
         elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
-                (keyed := self._keyed(q, evidence, sentences) or self._labelled(q, evidence, sentences)):  # fmt: skip
+                (keyed := self._keyed(q, evidence, sentences) or self._labelled(q, evidence, sentences) or
+                 self._row(q, evidence, sentences)):  # fmt: skip
             ans = keyed
         elif q.answer_type == "string" and (asked := defined_term(q.text)) is not None and \
                 (defined := self._defined(asked, evidence, sentences)) is not None:  # fmt: skip
@@ -695,8 +698,8 @@ class Reader:
             ans.confidence = round(ans.confidence * ans.coverage, 3)
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
-        if ans.method in ("span", "arithmetic", "parts", "list", "label", "definition") and not ans.abstained and \
-                absent:  # fmt: skip
+        if not ans.abstained and absent and \
+                ans.method in ("span", "arithmetic", "parts", "list", "label", "row", "definition"):  # fmt: skip
             # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
             _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
@@ -753,6 +756,28 @@ class Reader:
                            reason=f"the evidence gives it under the label {k.key!r}{times}: {k.line!r}")  # fmt: skip
 
     @staticmethod
+    def _row(q: QuestionAnalysis, evidence: Sequence[Evidence], sentences: Sequence[_Sentence]) -> ShortAnswer | None:
+        """The value of the table row whose labels name the question's words (``mmkg.generation.lookup``): "Down
+        button | Press and hold | Function: Wake up the voice assistant." for "What will happen when you press and
+        hold the down button?". The row must name at least two of the question's words and half of them; rows
+        that name as many (with as few other words) but give other values answer nothing. Confidence: ``KEYED``
+        times the share of the question's words the row names."""
+        rows = named_rows(q.text, [(e.label, e.text) for e in evidence if e.kind == "chunk"])
+        asked = asked_words(q.text)
+        if not rows or rows[0].named < ROW_WORDS or rows[0].named < len(asked) / 2:
+            return None
+        best = rows[0]
+        tied = {normalize(r.value) for r in rows if (r.named, r.extra) == (best.named, best.extra)}
+        if len(tied) > 1:
+            return None
+        share = best.named / len(asked)
+        header = f" under {best.header!r}" if best.header else ""
+        return ShortAnswer(best.value, q.answer_type, round(KEYED * share, 3), method="row",
+                           support=_spelled_support(sentences, best.label, best.value),
+                           reason=f"the table row whose labels name {best.named} of the question's {len(asked)} "
+                                  f"words gives it{header}: {best.line[:160]!r}")  # fmt: skip
+
+    @staticmethod
     def _defined(asked: tuple[str, str], evidence: Sequence[Evidence], sentences: Sequence[_Sentence],
                  ) -> ShortAnswer | None:  # fmt: skip
         """The evidence's definition of the term a question asks about (``mmkg.generation.definition``): the
@@ -779,7 +804,7 @@ class Reader:
         document ("on the last page", "page 14"), or "" when it can: the question says where the answer is."""
         pointed = result.pointed_pages if result is not None else {}
         if not pointed or ans.abstained or not ans.support or \
-                ans.method not in ("span", "arithmetic", "lookup", "label", "definition"):  # fmt: skip
+                ans.method not in ("span", "arithmetic", "lookup", "label", "row", "definition"):  # fmt: skip
             return ""
         home = next((e for e in evidence if e.label == ans.support[0].label), None)
         if home is None or home.page is None or home.doc_id not in pointed or home.page in pointed[home.doc_id]:
