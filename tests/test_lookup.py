@@ -134,6 +134,21 @@ def test_an_answer_is_read_on_the_page_the_question_points_at_or_declined(tmp_pa
     assert "points at page(s) 7 and the answer was read on page 2" in ans.reason
 
 
+def test_names_the_question_gives_are_looked_for_on_every_page_shown(tmp_path: Path):
+    # the board is named on page 1 only, its governor on page 2, which the question points at: read on page 2,
+    # the answer is not declined for a name "no evidence mentions"
+    pages = ["The Rotterdam Harbour Board runs the port and its ferries.",
+             "The governor of the board is Piet Vos. The board meets monthly."]
+    _, chunks = _chunked(tmp_path, "board.pdf", pages, "d1", "Board", 400)
+    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
+                         title="Board", source_path="board.pdf", page=r["page"], chunk_index=r["chunk_index"])
+                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
+    ans = Reader(min_confidence=0.0).read(
+        analyze("Who is the governor of the Rotterdam Harbour Board, as mentioned on page 2?"), on_second, evidence)
+    assert ans.text == "Piet Vos" and "no evidence mentions" not in ans.reason, ans.reason
+
+
 def test_the_page_pointed_at_is_read_even_where_another_page_states_it_better(tmp_path: Path):
     pages = ["The governor of the harbour board is Ada Brandt. The governor of the harbour board chairs it.",
              "Board members\nPiet Vos, governor of the harbour board since 2019\nLena Holm, treasurer"]
@@ -163,6 +178,10 @@ def test_a_table_row_whose_labels_the_question_names_gives_its_value():
     assert (row.header, row.value) == ("Remarks", "Lights up")
     # a row of numbers is the number reader's
     assert named_rows("What is the revenue of streaming?", [(1, "Streaming | 2015: 6,779")]) == []
+    # a caption may hold ": " itself, and a value may too
+    (row,) = named_rows("What will happen when you press and hold the down button?", [
+        (3, "Table 2: Down button | Press and hold | Function: Note: keeps the water warm")])  # fmt: skip
+    assert (row.header, row.value) == ("Function", "Note: keeps the water warm")
 
 
 def test_the_reader_answers_from_a_ruled_table_row_of_a_real_pdf(tmp_path: Path):

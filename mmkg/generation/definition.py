@@ -25,16 +25,25 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
 # "how does the report define T", "how do the authors define T", "define T"
 _DEFINE = re.compile(r"^(?:how\s+(?:does|do|did)\s+.+?\s+|please\s+)?define\s+(?P<t>.+?)\s*[?.]?$", re.IGNORECASE)
 # "how is T defined", "how are T defined in the guide"
 _DEFINED = re.compile(r"^how\s+(?:is|are|was|were)\s+(?P<t>.+?)\s+defined\b", re.IGNORECASE)
-# "what is the definition of T", "give the definition of T", "T's definition"
-_DEFINITION = re.compile(r"\bdefinition\s+of\s+(?P<t>.+?)\s*[?.]?$", re.IGNORECASE)
+# "what is the definition of T", "according to the report, what is the definition of T", "give the definition of
+# T" (the question opens with it: "Under which definition of poverty were ...?" asks something else)
+_DEFINITION = re.compile(r"^(?:[^,?]*,\s*)?(?:what\s+(?:is|was|are|were)|what's|give|state|provide)\s+"
+                         r"(?:(?:the|a|an)\s+)?(?:\w+\s+)?definition\s+of\s+(?P<t>.+?)\s*[?.]?$",
+                         re.IGNORECASE)  # fmt: skip
+# "what do you / we / the authors mean by T", before "what does T mean", which would take "you" for the term
+_MEAN_BY = re.compile(r"^what\s+(?:does|do|did)\s+\S+(?:\s+\S+)?\s+mean\s+by\s+(?P<t>.+?)\s*[?.]?$", re.IGNORECASE)
 # "what does T mean / stand for / refer to", "what is meant by T"
 _MEAN = re.compile(r"^what\s+(?:does|do|did)\s+(?P<t>.+?)\s+(?P<verb>mean|stand\s+for|refer\s+to)\b"
                    r"|^what\s+is\s+meant\s+by\s+(?P<t2>.+?)\s*[?.]?$", re.IGNORECASE)  # fmt: skip
+# a term that is only these words is none: "What does the mean score ...", "What do you mean by ..."
+_NO_TERM = frozenset({"you", "we", "they", "he", "she", "it", "i", "the", "a", "an", "this", "that", "these",
+                      "those", "authors", "author", "writer", "report", "document", "paper", "people", "one"})
 # what may trail the term in the question: where the definition is ("in this document", "according to the
 # report") or who gives it ("by the authors")
 _TRAIL = re.compile(r"\s+(?:in|within|on|according\s+to|by|from|as\s+used\s+in|as\s+per|for)\s+(?:the|this|these|"
@@ -70,7 +79,7 @@ def defined_term(question: str) -> tuple[str, str] | None:
     """``(term, kind)`` of a question that asks what a term means: kind "expand" for "what does T stand for",
     else "define". None for any other question."""
     text = " ".join(question.split()).strip()
-    for pattern in (_DEFINED, _DEFINITION, _MEAN, _DEFINE):
+    for pattern in (_DEFINED, _DEFINITION, _MEAN_BY, _MEAN, _DEFINE):
         m = pattern.search(text)
         if m is None:
             continue
@@ -83,9 +92,13 @@ def defined_term(question: str) -> tuple[str, str] | None:
 
 
 def _clean_term(term: str) -> str:
-    term = _TRAIL.sub("", term.strip())
+    """The term without what trails it ("in this report"), an article or "the term" before it and its quotes; a
+    quoted term is taken as quoted ("return on the investment"); "" for no term (pronouns, more than 8 words)."""
+    quoted = re.search(r"[\"“‘'`]([^\"”’'`]{2,80})[\"”’'`]", term)
+    term = quoted.group(1) if quoted is not None else _TRAIL.sub("", term.strip())
     term = _LEADING.sub("", term.strip()).strip().strip(_QUOTES + " ?.,").strip()
-    if not re.search(r"[^\W\d_]", term) or len(term.split()) > 8:
+    words = term.lower().split()
+    if not re.search(r"[^\W\d_]", term) or len(words) > 8 or all(w in _NO_TERM for w in words):
         return ""
     return term
 
@@ -160,6 +173,7 @@ def _spells(words: list[str], letters: str) -> bool:
     if not words or words[0].lower() in _SMALL or words[-1].lower() in _SMALL:
         return False
 
+    @cache
     def match(i: int, j: int) -> bool:
         if i == len(words):
             return j == len(letters)

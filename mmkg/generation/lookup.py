@@ -192,8 +192,8 @@ def named_rows(question: str, evidence: Iterable[tuple[int, str]]) -> list[Named
     """The rendered table rows (``caption | label | header: value | ...`` lines of ``(label, text)`` items) whose
     row label holds only words the question says (stop words too) and some it asks with
     (``mmkg.generation.cells.asked_words``), each with the
-    value of the cell whose header the question names, else of its first cell; rows whose values hold no letter
-    (numbers are the number reader's, ``mmkg.generation.cells.named_cells``) are left out. Best first: most of
+    value of the cell whose header the question names, else of its first cell; a value without two letters in a
+    row (a bare number: the number reader's, ``mmkg.generation.cells.named_cells``) is left out. Best first: most of
     the question's words named by the caption and label together, then fewest of the caption's words the
     question does not say."""
     asked, said = asked_words(question), _all_words(question)
@@ -203,14 +203,15 @@ def named_rows(question: str, evidence: Iterable[tuple[int, str]]) -> list[Named
             if CELL_SEP not in line:
                 continue
             cells = [c.strip() for c in line.split(CELL_SEP)]
-            first = next((i for i, c in enumerate(cells) if ": " in c), 0)
+            # the first cell is a label or the caption, which may hold ": " itself ("Table 2: Button functions")
+            first = next((i for i in range(1, len(cells)) if ": " in cells[i]), 0)
             if first == 0:
                 continue
             own = asked_words(cells[first - 1])
             if not own or not _all_words(cells[first - 1]) <= said:  # "Press once" is not "press and hold"
                 continue
             caption = " ".join(cells[: first - 1])
-            values = [(h.strip(), v.strip()) for h, _, v in (c.rpartition(": ") for c in cells[first:])]
+            values = [(h.strip(), v.strip()) for h, _, v in (c.partition(": ") for c in cells[first:])]
             header, value = next(((h, v) for h, v in values if asked_words(h) & asked), values[0])
             if re.search(r"[^\W\d_]{2}", value):
                 # every word counts against a caption the question does not say ("Up button" for "down button")

@@ -33,9 +33,10 @@
 7. **Lookup by a code or a label** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line
    that holds "AR01" gives for it ("1. Little Rock AR01"), "who produced the document" what follows the label
    "Produced by:", which no sentence states, and "what happens when you press and hold the down button" what
-   the table row "Down button | Press and hold | Function: ..." gives. **Definitions** (``mmkg.generation.definition``): "how does the
-   document define T" is the sentence the evidence gives T as a lead ("T. ...", "T: ...") or after a defining
-   verb ("T is defined as ..."), "what does T stand for" the words whose initials spell T beside it.
+   the table row "Down button | Press and hold | Function: ..." gives. **Definitions**
+   (``mmkg.generation.definition``): "how does the document define T" is the sentence the evidence gives T as a
+   lead ("T. ...", "T: ...") or after a defining verb ("T is defined as ..."), "what does T stand for" the words
+   whose initials spell T beside it.
 8. **Abstention**: below ``min_confidence`` the answer is "Not answerable", with the best guess kept; so is the
    answer to a question that names something (a name, a year, a code) no evidence mentions (``absent_names``),
    and an answer read off another page of the document than the one the question points at ("the governor as
@@ -647,7 +648,7 @@ class Reader:
 
     # -- the answer -----------------------------------------------------------------------------------------------
     def read(self, q: QuestionAnalysis, result: RetrievalResult | None, evidence: Sequence[Evidence]) -> ShortAnswer:
-        evidence = _on_pointed_pages(evidence, result)
+        shown, evidence = evidence, _on_pointed_pages(evidence, result)
         sentences = self._sentences(q, evidence)
         if not sentences:
             return ShortAnswer(NOT_ANSWERABLE, q.answer_type, 0.0, abstained=True, method="none",
@@ -685,13 +686,15 @@ class Reader:
             for sp in ans.support
         ]  # fmt: skip
         ans.path = self._path(q, ans, sentences, result)
+        # what the question names is looked for in all the evidence shown, not only on the pages it points at
+        every = sentences if evidence is shown else self._sentences(q, shown)
         # a document's file name names its subject too ("NETFLIX_2015_10K.pdf" says "we" throughout)
-        files = " ".join(PurePath(e.source_path).stem for e in evidence if getattr(e, "source_path", None))
-        absent = absent_names(q, sentences, files)
-        ans.coverage, missing = self._coverage(q, sentences, absent)
+        files = " ".join(PurePath(e.source_path).stem for e in shown if getattr(e, "source_path", None))
+        absent = absent_names(q, every, files)
+        ans.coverage, missing = self._coverage(q, every, absent)
         if ans.method == "arithmetic" and q.arithmetic is not None:  # "higher", "sum": the operation's own words
             subs = [analyze(sq, self.model) for sq in q.arithmetic.questions]
-            ans.coverage, missing = min((self._coverage(sub, sentences, absent_names(sub, sentences, files))
+            ans.coverage, missing = min((self._coverage(sub, every, absent_names(sub, every, files))
                                          for sub in subs), key=lambda c: c[0])  # fmt: skip
         if ans.method in ("span", "arithmetic") and not ans.abstained:
             # a question about something the evidence never mentions is rarely answered by it
@@ -1491,22 +1494,24 @@ def _shared_value(a: str, b: str) -> bool:
 
 
 def _same_place(a: str, b: str) -> bool:
-    """Two normalized nationality or country values that name the same place: one word, or the same words, that
-    differ only in a demonym's ending after at least four shared letters: at most three letters on each side
-    ("italy" / "italian", "britain" / "british"), or up to four added to the whole of the other ("peru" /
-    "peruvian"). Another word ("guinea" / "guinea bissau") or a longer change ("austria" / "australia",
-    "slovakia" / "slovenia") is another place. Irregular pairs are not caught ("american" / "united states",
-    "france" / "french", "norway" / "norwegian")."""
+    """Two normalized nationality or country values that name the same place: after at least four shared letters,
+    each ends in what a country's name or its demonym ends in (``_DEMONYM_ENDINGS``: "italy" / "italian",
+    "britain" / "british", "japan" / "japanese"). Another word ("guinea" / "guinea bissau") or another ending
+    ("austria" / "australia", "slovakia" / "slovenia", "slovak" / "slovene", "malay" / "malawi") is another place.
+    Not caught: irregular pairs ("american" / "united states", "france" / "french", "norway" / "norwegian",
+    "peru" / "peruvian"); taken for one place: "niger" / "nigeria", whose endings are a demonym's."""
     if not a or not b:
         return False
     if a == b:
         return True
     shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    rest = (a[shared:], b[shared:])
-    if shared < 4 or any(" " in r for r in rest):
-        return False
-    short, long_ = sorted(len(r) for r in rest)
-    return long_ <= 3 or (short == 0 and long_ <= 4)
+    return shared >= 4 and a[shared:] in _DEMONYM_ENDINGS and b[shared:] in _DEMONYM_ENDINGS
+
+
+#: what a country's name and its demonym end in after the letters they share ("germ-any" / "germ-an",
+#: "brit-ain" / "brit-ish", "chin-a" / "chin-ese", "engl-and" / "engl-ish", "belgi-um" / "belgi-an")
+_DEMONYM_ENDINGS = frozenset({"", "a", "e", "i", "o", "y", "n", "an", "en", "er", "ey", "ia", "ic", "on", "um", "ian",
+                              "ean", "ese", "ish", "ain", "and"})  # fmt: skip
 
 
 _PERCENT_WORD = re.compile(r"\s+per\s*cent(?:age)?\s*$", re.IGNORECASE)
