@@ -25,9 +25,10 @@ table row "Down button | Press and hold | Function: Wake up the voice assistant.
 ``mmkg.ingest.pdf_tables.render`` writes rows): a manual's, a brochure's or a report's table states a fact as a
 row whose labels name the thing asked about and whose cells give it, never as a sentence. ``named_rows`` finds
 the rendered rows whose own label (the cell before the first ``header: value`` cell) holds only words the
-question asks with, the caption's words the question shares counting too; the value is the cell whose header
-the question names, else the row's first. The reader answers with the row that names most of the question's
-words (and holds fewest others), and only when such rows agree.
+question says, stop words included ("Press once" is not "press and hold"); the value is the cell whose header
+the question names, else the row's first. The reader answers with the row whose caption and label name most of
+the question's content words (then whose caption holds fewest words the question does not say: "Up button"
+loses to "Down button"), and only when the rows tied with it agree.
 """
 
 from __future__ import annotations
@@ -184,18 +185,17 @@ class NamedRow:
     label: int  # the evidence item's number
     header: str  # the value's column header
     value: str
-    named: int  # how many of the question's words the row's labels name
-    extra: int  # how many words of the row's labels the question does not ask with
+    named: int  # how many of the question's content words the row's caption and label name
+    extra: int  # how many words of the row's caption the question does not say
 
 
 def named_rows(question: str, evidence: Iterable[tuple[int, str]]) -> list[NamedRow]:
     """The rendered table rows (``caption | label | header: value | ...`` lines of ``(label, text)`` items) whose
-    row label holds only words the question says (stop words too) and some it asks with
-    (``mmkg.generation.cells.asked_words``), each with the
-    value of the cell whose header the question names, else of its first cell; a value without two letters in a
-    row (a bare number: the number reader's, ``mmkg.generation.cells.named_cells``) is left out. Best first: most of
-    the question's words named by the caption and label together, then fewest of the caption's words the
-    question does not say."""
+    row label holds only words the question says (stop words too) and some content words it asks with
+    (``mmkg.generation.cells.asked_words``), each with the value of the cell whose header the question names,
+    else of its first cell. A value without two letters in a row (a bare number: the number reader's,
+    ``mmkg.generation.cells.named_cells``) is left out. Best first: most of the question's content words named
+    by the caption and label together, then fewest of the caption's words the question does not say."""
     asked, said = asked_words(question), _all_words(question)
     found = []
     for label, text in evidence:
