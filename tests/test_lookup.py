@@ -24,12 +24,16 @@ DIRECTORY = [
 ]
 
 
-def _evidence(tmp_path: Path) -> list[Evidence]:
-    _, chunks = _chunked(tmp_path, "directory.pdf", DIRECTORY, "d1", "Market directory", 400)
-    return [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
-                     title="Market directory", source_path="directory.pdf", page=r["page"],
-                     chunk_index=r["chunk_index"])
+def _pdf_evidence(tmp_path: Path, name: str, pages: list[str], title: str) -> list[Evidence]:
+    """Evidence items, one per chunk, of a PDF of ``pages`` written, read and chunked by the build's own code."""
+    _, chunks = _chunked(tmp_path, name, pages, "d1", title, 400)
+    return [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1", title=title,
+                     source_path=name, page=r["page"], chunk_index=r["chunk_index"])
             for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+
+
+def _evidence(tmp_path: Path) -> list[Evidence]:
+    return _pdf_evidence(tmp_path, "directory.pdf", DIRECTORY, "Market directory")
 
 
 def test_codes_are_letters_and_digits_with_a_capital_and_no_year_or_quantity():
@@ -91,10 +95,7 @@ def test_a_label_the_question_asks_for_gives_the_value_after_it():
 
 
 def test_the_reader_answers_from_a_label_and_holds_it_to_the_question_s_year(tmp_path: Path):
-    _, chunks = _chunked(tmp_path, "plan.pdf", COVER, "d1", "Strategic plan", 400)
-    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
-                         title="Strategic plan", source_path="plan.pdf", page=r["page"], chunk_index=r["chunk_index"])
-                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    evidence = _pdf_evidence(tmp_path, "plan.pdf", COVER, "Strategic plan")
     ans = Reader().read(analyze("Who produced the document that was revised on May 2016?"), None, evidence)
     assert (ans.text, ans.method, ans.confidence) == ("Nordmark Harbour Authority", "label", KEYED), ans.reason
     sup = ans.support[0]
@@ -139,10 +140,7 @@ def test_names_the_question_gives_are_looked_for_on_every_page_shown(tmp_path: P
     # the answer is not declined for a name "no evidence mentions"
     pages = ["The Rotterdam Harbour Board runs the port and its ferries.",
              "The governor of the board is Piet Vos. The board meets monthly."]
-    _, chunks = _chunked(tmp_path, "board.pdf", pages, "d1", "Board", 400)
-    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
-                         title="Board", source_path="board.pdf", page=r["page"], chunk_index=r["chunk_index"])
-                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    evidence = _pdf_evidence(tmp_path, "board.pdf", pages, "Board")
     on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
     ans = Reader(min_confidence=0.0).read(
         analyze("Who is the governor of the Rotterdam Harbour Board, as mentioned on page 2?"), on_second, evidence)
@@ -152,10 +150,7 @@ def test_names_the_question_gives_are_looked_for_on_every_page_shown(tmp_path: P
 def test_the_page_pointed_at_is_read_even_where_another_page_states_it_better(tmp_path: Path):
     pages = ["The governor of the harbour board is Ada Brandt. The governor of the harbour board chairs it.",
              "Board members\nPiet Vos, governor of the harbour board since 2019\nLena Holm, treasurer"]
-    _, chunks = _chunked(tmp_path, "board.pdf", pages, "d1", "Harbour board", 400)
-    evidence = [Evidence(label=i + 1, kind="chunk", text=r["text"], chunk_id=r["chunk_id"], doc_id="d1",
-                         title="Harbour board", source_path="board.pdf", page=r["page"], chunk_index=r["chunk_index"])
-                for i, r in enumerate(chunks.iter_rows(named=True))]  # fmt: skip
+    evidence = _pdf_evidence(tmp_path, "board.pdf", pages, "Harbour board")
     ask = "Who is the governor of the harbour board on page 2?"
     assert Reader(min_confidence=0.0).read(analyze(ask), None, evidence).text == "Ada Brandt"  # page 1 says it best
     on_second = RetrievalResult("v", "mg2", "default", "q", None, [], pointed_pages={"d1": [2]})
