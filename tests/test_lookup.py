@@ -190,6 +190,9 @@ def test_the_reader_answers_from_a_ruled_table_row_of_a_real_pdf(tmp_path: Path)
     assert (ans.text, ans.method) == ("Keep the water warm for an hour", "row"), ans.reason
     assert ans.confidence >= 0.25 and "Down button | Press and hold" in ans.reason
     assert ans.support and ans.support[0].label == 1
+    from mmkg.generation.answer import hints
+
+    assert "Read off the evidence: Keep the water warm for an hour (the table row" in hints(ans)  # a model sees it
     ans = Reader().read(analyze("What will happen when you press and hold the up button?"), None, evidence)
     assert ans.text == "Start boiling", ans.reason
     # no row is labelled by what this question says: no row answers it
