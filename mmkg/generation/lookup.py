@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from mmkg.enumerations import BULLET_GLYPH, LEADING_MARK
 from mmkg.generation.cells import asked_words
 from mmkg.generation.extractive import content_words
+from mmkg.generation.question import stem
 from mmkg.ingest.pdf_tables import CELL_SEP
 
 # a code: letters and digits in one token, hyphens inside ("AR01", "P-26", "SKU-4410-B"), at most 16 characters
@@ -222,5 +223,6 @@ def named_rows(question: str, evidence: Iterable[tuple[int, str]]) -> list[Named
 
 
 def _all_words(text: str) -> set[str]:
-    """Every word of a text, lower case and cut to five letters, stop words included ("up", "down", "once")."""
-    return {w.lower()[:5] for w in re.findall(r"[^\W_]+", text)}
+    """Every word of a text as its stem (``mmkg.generation.question.stem``), stop words included ("up", "down",
+    "once")."""
+    return {stem(w) for w in re.findall(r"[^\W_]+", text)}

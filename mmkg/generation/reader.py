@@ -720,7 +720,7 @@ class Reader:
         values."""
         if len(codes(q.text)) != 1:
             return None  # "from P-1 to P-26": a range, or two things named, is no key
-        lines = keyed_lines(q.text, [(e.label, e.text) for e in evidence if e.kind == "chunk"])
+        lines = keyed_lines(q.text, _chunk_items(evidence))
         values = {normalize(k.value) for k in lines}
         if len(values) != 1:
             return None
@@ -765,7 +765,7 @@ class Reader:
         hold the down button?". The row must name at least two of the question's words and half of them; rows
         that name as many (with as few other words) but give other values answer nothing. Confidence: ``KEYED``
         times the share of the question's words the row names."""
-        rows = named_rows(q.text, [(e.label, e.text) for e in evidence if e.kind == "chunk"])
+        rows = named_rows(q.text, _chunk_items(evidence))
         asked = asked_words(q.text)
         if not rows or rows[0].named < ROW_WORDS or rows[0].named < len(asked) / 2:
             return None
@@ -787,7 +787,7 @@ class Reader:
         first in evidence order, an acronym's spelled-out form first when it asks what the acronym stands for. A
         term defined differently in other items is answered with less confidence. None when no item defines it."""
         term, kind = asked
-        items = [(e.label, e.text) for e in evidence if e.kind == "chunk"]
+        items = _chunk_items(evidence)
         found = (expansions(term, items) if kind == "expand" else []) or definitions(term, items)
         if not found:
             return None
@@ -1422,6 +1422,12 @@ def _value_support(sentences: Sequence[_Sentence], label: int, value: str, *firs
         return None, []
     at = s.text.find(value)
     return s, [Support(s.label, s.text, at, at + len(value) if at >= 0 else -1)]
+
+
+def _chunk_items(evidence: Sequence[Evidence]) -> list[tuple[int, str]]:
+    """``(label, text)`` of the evidence's chunks: what the lookups (``mmkg.generation.lookup``) and definitions
+    read line by line."""
+    return [(e.label, e.text) for e in evidence if e.kind == "chunk"]
 
 
 def _on_pointed_pages(evidence: Sequence[Evidence], result: RetrievalResult | None) -> Sequence[Evidence]:
