@@ -15,11 +15,13 @@ from mmkg.generation.quantities import (
     as_asked,
     asked_decimals,
     asked_scale,
+    asks_total,
     crowded,
     period_years,
     question_years,
     scale_note,
     stated_scale,
+    total_of,
     year_of,
 )
 from mmkg.generation.question import analyze, split_instructions
@@ -108,6 +110,41 @@ REPORT = (
 def test_the_reader_reads_the_year_asked_at_the_scale_asked(question: str, expected: str):
     ans = Reader(min_confidence=0.0).read(analyze(question), None, _evidence(*REPORT))
     assert ans.text == expected, ans.candidates[:4]
+
+
+SCHEDULE = (
+    "Expected future maintenance expense of the ferry fleet as of December 31, 2019 is as follows (in millions):\n"
+    "Year Ended December 31,\n2020 $ 412\n2021 398\n2022 275\n2023 231\nThereafter 1,204\n$ 2,520\n41"
+)
+
+
+def _at(text: str, token: str) -> tuple[int, int]:
+    a = text.index(token)
+    return a, a + len(token)
+
+
+def test_a_total_is_the_sum_of_the_values_before_it():
+    assert total_of(SCHEDULE, *_at(SCHEDULE, "2,520")) == 5  # the years that label the rows are no values
+    assert total_of(SCHEDULE, *_at(SCHEDULE, "1,204")) == 0 and total_of(SCHEDULE, *_at(SCHEDULE, "412")) == 0
+    assert total_of(SCHEDULE, *_at(SCHEDULE, "41")) == 0  # the page number under it sums nothing
+    # a parenthesised value is subtracted; rounded parts may miss their total by a unit
+    statement = "Gross obligations $ 1,480\nLess imputed interest (53)\nNet obligations 1,428"
+    assert total_of(statement, *_at(statement, "1,428")) == 2
+    shares = "Cyclists 12% Walk-on 30% Cars 58% Total 100% of 2,310 passengers"
+    assert total_of(shares, *_at(shares, "100%")) == 3  # percentages sum percentages only
+    assert total_of(shares, *_at(shares, "2,310")) == 0
+    assert asks_total("What is the total amount of expected maintenance expense?")
+    assert asks_total("How many ferries are there in all?") and not asks_total("What was the fuel expense in 2019?")
+
+
+def test_the_reader_reads_the_total_a_question_asks_for():
+    q = analyze("What is the total amount of expected future maintenance expense of the fleet? Answer in millions.")
+    ans = Reader(min_confidence=0.0).read(q, None, _evidence(SCHEDULE))
+    assert ans.text == "2520" and ans.candidates[0].features.get("total") == 1.0, ans.candidates[:4]
+    # without "total" the sum earns nothing: the question asks for one year's value
+    q = analyze("What is the expected maintenance expense of the ferry fleet in 2021? Answer in millions.")
+    ans = Reader(min_confidence=0.0).read(q, None, _evidence(SCHEDULE))
+    assert all("total" not in c.features for c in ans.candidates), ans.candidates[:4]
 
 
 def test_the_years_a_text_names_as_its_period():

@@ -5,6 +5,10 @@ asks for, and which year a number of a "respectively" sentence is stated for.
   data)" is in thousands. A question that says "Answer in millions" gets the value in millions, whatever
   scale the evidence wrote it in ("$253.3 million" -> 253.3, "253,300" in thousands -> 253.3).
 - **Precision**: "Round your answer to three decimal places" rounds the answer.
+- **Totals**: "Expected future amortization expense ... 2018 $ 377 / 2019 337 / ... / Thereafter 1,998 / $ 3,362":
+  a statement's or a list's total is the sum of the values right before it. ``total_of`` says how many of them
+  a number sums (the years that label the rows are no values), so "what is the total amount of ..." reads the
+  total, not the first line.
 - **Years stated together**: "As of December 31, 2016 and 2017, our liabilities ... was $2.4 billion and
   $3.0 billion" and "$4.9 billion, $6.4 billion, and $8.8 billion for 2015, 2016, and 2017" pair the n-th
   value of a coordinated run with the n-th year of a run of the same length; a question about 2017 then reads
@@ -56,6 +60,11 @@ _WORD_BEFORE = re.compile(r"([^\W\d_][\w-]*)\s+$")
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
                "november", "december")  # fmt: skip
 _LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
+# a question that asks for a total: "the total amount of", "how many ... in total", "in all", "altogether"
+_ASKS_TOTAL = re.compile(r"\b(?:total|in\s+all|altogether|combined)\b", re.IGNORECASE)
+_BARE_YEAR = re.compile(r"(?:19|20)\d{2}")  # "2018" labelling a row: no amount
+TOTAL_TERMS = 12  # a total is checked against at most this many values before it
+TOTAL_TOLERANCE = 1e-3  # relative: rounded parts may miss their total by a unit or two
 
 
 def asked_scale(question: str) -> float | None:
@@ -176,3 +185,43 @@ def period_years(text: str) -> set[int]:
         if before is None or not before[1][0].isupper() or word in MONTH_NAMES or word in STOPWORDS:  # "In 2015,"
             out.add(int(m[1]))
     return out
+
+
+def asks_total(question: str) -> bool:
+    """Whether the question asks for a total ("the total amount of", "in all", "altogether")."""
+    return bool(_ASKS_TOTAL.search(question))
+
+
+def _amount(text: str, a: int, b: int) -> float | None:
+    """The number at ``text[a:b]`` ("$ 3,362", "1,998", "38%"), negative when parenthesised ("(534)")."""
+    token = text[a:b].replace("$", "").replace(",", "").rstrip("%").strip()
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    negative = text[:a].rstrip().endswith("(") and text[b:].lstrip().startswith(")")
+    return -value if negative else value
+
+
+def total_of(text: str, a: int, b: int) -> int:
+    """How many of the values right before the number at ``text[a:b]`` it is the sum of, nearest first (0 when
+    it sums fewer than two of the last ``TOTAL_TERMS``). Bare years label rows and are skipped; a percentage
+    sums percentages only, an amount amounts only."""
+    value = _amount(text, a, b)
+    if not value:
+        return 0
+    percent = text[a:b].rstrip().endswith("%")
+    terms: list[float] = []
+    for m in reversed(list(NUMBER.finditer(text, 0, a))):
+        token = m.group(0)
+        if _BARE_YEAR.fullmatch(token) or token.endswith("%") != percent:
+            continue
+        term = _amount(text, m.start(), m.end())
+        if term is None:
+            continue
+        terms.append(term)
+        if len(terms) >= 2 and abs(sum(terms) - value) <= max(0.5, abs(value) * TOTAL_TOLERANCE):
+            return len(terms)
+        if len(terms) >= TOTAL_TERMS:
+            break
+    return 0

@@ -28,7 +28,8 @@
 6. **Quantities** (``mmkg.generation.quantities``): a number is answered at the scale and precision the question
    asks ("Answer in millions"), from its own scale word or its statement's "(in thousands)" note; a value that a
    "respectively" sentence or a table column states for another year than the question names scores half; the
-   day of a date is no quantity. **Arithmetic** (``mmkg.generation.arithmetic``): a difference, sum or change of
+   day of a date is no quantity; a question asking for a total credits the number that sums the values stated
+   right before it (``total_of``). **Arithmetic** (``mmkg.generation.arithmetic``): a difference, sum or change of
    two values is read as two number questions and computed, both values cited.
 7. **Lookup by a code or a label** (``mmkg.generation.lookup``): "the market name for AR01" is what the one line
    that holds "AR01" gives for it ("1. Little Rock AR01"), "who produced the document" what follows the label
@@ -80,11 +81,13 @@ from mmkg.generation.quantities import (
     MONTH_NAMES,
     NUMBER,
     as_asked,
+    asks_total,
     crowded,
     period_years,
     run_of,
     scale_note,
     stated_scale,
+    total_of,
     year_of,
 )
 from mmkg.generation.question import (
@@ -113,8 +116,9 @@ ROW_WORDS = 2  # the question's words a table row's labels must name to answer w
 _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
 _KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
-           "inner": 0.4, "cell": 1.0, "parent": 1.0, "owner": 1.0}
-_OCCASIONAL = frozenset({"cell", "parent", "owner"})  # features only some candidates have: no part of the others' total
+           "inner": 0.4, "cell": 1.0, "parent": 1.0, "owner": 1.0, "total": 1.0}
+# features only some candidates have: no part of the others' most
+_OCCASIONAL = frozenset({"cell", "parent", "owner", "total"})
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
 SAME_VALUE_SHARE = 0.8  # "same nationality": values scored within this share of a thing's best count as its own
@@ -605,6 +609,7 @@ class Reader:
         if value_type == "string" and _asks_kind(q):
             tags([s.text for s in pool], self.model)
         asked_periods = period_years(q.text) if q.years else set()
+        total = value_type == "number" and asks_total(q.text)
         best: dict[str, Candidate] = {}
         seen: dict[str, set[str]] = {}
         for s in pool:
@@ -622,6 +627,8 @@ class Reader:
                     f["owner"] = 1.0  # "the email of Laurent Nahmiash": lnahmiash@..., not a colleague's
                 if value_type == "number" and not row and crowded(s.text):
                     f["near"] = min(f["near"], TABLE_UNLABELLED)  # a table as page text: nearness says nothing
+                if total and total_of(s.text, a, b):
+                    f["total"] = 1.0  # "the total amount": the sum of the values stated right before it
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
                     f["inner"] = _inner_place(s.text, a, b)
                 elif value_type == "place" and _described(s.text, a, b, label):
