@@ -204,9 +204,9 @@ def _amount(text: str, a: int, b: int) -> float | None:
 
 
 def total_of(text: str, a: int, b: int) -> int:
-    """How many of the values right before the number at ``text[a:b]`` it is the sum of, nearest first (0 when
-    it sums fewer than two of the last ``TOTAL_TERMS``). Bare years label rows and are skipped; a percentage
-    sums percentages only, an amount amounts only."""
+    """How many of the values right before the number at ``text[a:b]`` it is the sum of, counted back from the
+    nearest (0 when no run of two to ``TOTAL_TERMS`` of them sums to it). Bare years label rows and are skipped;
+    a percentage sums percentages only, an amount amounts only."""
     value = _amount(text, a, b)
     if not value:
         return 0

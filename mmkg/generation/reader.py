@@ -117,7 +117,8 @@ _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names
 _KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
 WEIGHTS = {"sentence": 1.0, "relation": 1.0, "near": 0.8, "about": 0.6, "graph": 0.5, "rank": 0.3, "focus": 0.4,
            "inner": 0.4, "cell": 1.0, "parent": 1.0, "owner": 1.0, "total": 1.0}
-# features only some candidates have: no part of the others' most
+# features only some candidates have: they count toward a candidate's most possible score (``_total``) only where
+# the candidate has them
 _OCCASIONAL = frozenset({"cell", "parent", "owner", "total"})
 MAX_SENTENCES = 16  # sentences sent through NER per question (the latency budget)
 PREVIOUS_DISCOUNT = 0.6  # a candidate's share of the words of the sentence before its own
