@@ -62,7 +62,7 @@ MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "
 _LINE_END = re.compile(r"\d[\d,.]*\)?%?\s*$")  # a line that ends in a number: a table row laid out as text
 # a question that asks for a total: "the total amount of", "how many ... in total", "in all", "altogether"
 _ASKS_TOTAL = re.compile(r"\b(?:total|in\s+all|altogether|combined)\b", re.IGNORECASE)
-_BARE_YEAR = re.compile(r"(?:19|20)\d{2}")  # "2018" labelling a row: no amount
+_BARE_YEAR = re.compile(_YEAR)  # "2018" labelling a row: no amount
 TOTAL_TERMS = 12  # a total is checked against at most this many values before it
 TOTAL_TOLERANCE = 1e-3  # relative: rounded parts may miss their total by a unit or two
 
