@@ -9,6 +9,11 @@ relations) are read from ``<data>/tables/<table>/<partition>.parquet`` and passe
 ``mmkg.embedding.embed_all``, the function the ``embed`` asset runs, with no vector cache: the work of a
 cold build. A configuration is ``runtime:dtype:batch`` (dtype applies to torch; ONNX runtimes take ``-``).
 
+``--random-weights`` embeds with a copy of ``--model`` (a sentence-transformers folder) whose transformer
+has the same configuration and random weights: speed depends on the architecture and the tokenizer, not on
+the weights, so the figures carry over while only the small config and tokenizer files have to travel to a
+GPU machine that cannot download (a call takes 64 MiB). The cosines then compare runtimes of that model.
+
 Printed per configuration: seconds per granularity summed over partitions, vectors per second, the ratio
 to the first configuration, peak GPU memory, and the cosine of each vector to the first configuration's
 (minimum and median per granularity): the first one is the reference. The encoder's load and one untimed
@@ -18,8 +23,10 @@ warm-up partition (CUDA kernels, allocator, ONNX sessions) are left out of the t
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated
@@ -74,6 +81,18 @@ def run(encoder: Encoder, inputs: list[dict[str, pl.DataFrame]], data: Path, bat
     return {"seconds": seconds, "vectors": stacked}
 
 
+def random_weight_copy(model: Path) -> Path:
+    """A copy of the sentence-transformers folder ``model`` with the transformer's weights drawn at random."""
+    import torch
+    from transformers import AutoConfig, AutoModel
+
+    folder = Path(tempfile.mkdtemp(prefix="embed-random-")) / model.name
+    shutil.copytree(model, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin", "onnx", "openvino"))
+    torch.manual_seed(0)
+    AutoModel.from_config(AutoConfig.from_pretrained(folder)).save_pretrained(folder)
+    return folder
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         import torch
@@ -89,8 +108,16 @@ def main(
     device: Annotated[str, typer.Option(help="Device of the torch runtime: cpu, cuda.")] = "cuda",
     model: Annotated[str, typer.Option(help="sentence-transformers folder; empty: the bundled MiniLM.")] = "",
     partitions: Annotated[int, typer.Option(help="Use the first N partitions (0: all).")] = 0,
+    random_weights: Annotated[
+        bool, typer.Option(help="Embed with a copy of --model whose transformer has random weights.")
+    ] = False,
     out: Annotated[Path | None, typer.Option(help="Write the figures as JSON here too.")] = None,
 ) -> None:
+    if random_weights:
+        if not model:
+            raise typer.BadParameter("--random-weights needs --model, a sentence-transformers folder")
+        model = str(random_weight_copy(Path(model)))
+        console.print(f"random weights: {model}")
     keys = sorted(p.stem for p in (data / "tables" / "chunks").glob("*.parquet"))
     keys = keys[:partitions] if partitions else keys
     inputs = [partition_inputs(data, key) for key in keys]
