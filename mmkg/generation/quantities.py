@@ -21,6 +21,7 @@ coordinated runs) over text the reader already holds; no maintained library read
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 from mmkg.generation.extractive import STOPWORDS
@@ -203,6 +204,13 @@ def _amount(text: str, a: int, b: int) -> float | None:
     return -value if negative else value
 
 
+@lru_cache(maxsize=256)
+def _number_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Where each number of ``text`` starts and ends, in order: read once per text, since the reader asks
+    ``total_of`` about every number of a sentence (a statement's sentence holds hundreds)."""
+    return tuple((m.start(), m.end()) for m in NUMBER.finditer(text))
+
+
 def total_of(text: str, a: int, b: int) -> int:
     """How many of the values right before the number at ``text[a:b]`` it is the sum of, counted back from the
     nearest (0 when no run of two to ``TOTAL_TERMS`` of them sums to it). Bare years label rows and are skipped;
@@ -212,11 +220,14 @@ def total_of(text: str, a: int, b: int) -> int:
         return 0
     percent = text[a:b].rstrip().endswith("%")
     terms: list[float] = []
-    for m in reversed(list(NUMBER.finditer(text, 0, a))):
-        token = m.group(0)
+    spans = _number_spans(text)
+    for start, end in reversed(spans[: bisect_right(spans, (a, -1))]):  # the numbers before this one, nearest first
+        if end > a:
+            continue  # one that runs into this number is no term of it
+        token = text[start:end]
         if _BARE_YEAR.fullmatch(token) or token.endswith("%") != percent:
             continue
-        term = _amount(text, m.start(), m.end())
+        term = _amount(text, start, end)
         if term is None:
             continue
         terms.append(term)
