@@ -47,6 +47,13 @@ def test_a_line_that_holds_the_code_whole_gives_its_value():
     lines = keyed_lines("the name for HN01", [(1, "1. Quayside HN01\n2. Old Town HN011\nCHN01 Hill")])
     assert [(k.line, k.value) for k in lines] == [("1. Quayside HN01", "Quayside")]  # not HN011, not CHN01
     assert keyed_lines("the name for HN01", [(1, "HN01 | 4 | 17")]) == []  # numbers name nothing
+    # prose that mentions the code is no line keyed by it: its "value" would be the sentence without the code
+    prose = ("On that flight, STS-93, the orbiter Columbia deployed the Chandra X-ray Observatory. In 2005 she "
+             "commanded STS-114, the Return to Flight mission of Discovery.")
+    assert keyed_lines("Who commanded STS-93?", [(1, prose)]) == []
+    assert [k.value for k in keyed_lines("Who commanded STS-93?", [(1, "3. STS-93 Eileen Collins")])] == [
+        "Eileen Collins"
+    ]
     # a table row as the PDF reader renders it: the cell the question names, else the row's label
     row = "Table 3 Markets | Quayside | Code: HN01 | Market name: Quayside and Old Town | Stalls: 40"
     assert row_value(row, "HN01", "What is the market name for HN01?") == "Quayside and Old Town"

@@ -108,7 +108,9 @@ def row_value(line: str, code: str, question: str = "") -> str:
 
 def keyed_lines(question: str, evidence: Iterable[tuple[int, str]]) -> list[KeyedLine]:
     """The evidence lines (``(label, text)`` items) that hold one of the question's codes whole, with each
-    line's value; a line whose value holds no letter (a row of numbers) is no name."""
+    line's value; a line whose value holds no letter (a row of numbers) is no name, and one of more than
+    ``_VALUE_WORDS`` words is prose that mentions the code ("On that flight, STS-93, the orbiter Columbia
+    deployed ..."), not a list's or a table's line keyed by it."""
     found = []
     wanted = codes(question)
     if not wanted:
@@ -118,7 +120,7 @@ def keyed_lines(question: str, evidence: Iterable[tuple[int, str]]) -> list[Keye
             for code in wanted:
                 if _has(line, code):
                     value = row_value(line, code, question)
-                    if re.search(r"[^\W\d_]{2}", value):
+                    if re.search(r"[^\W\d_]{2}", value) and len(value.split()) <= _VALUE_WORDS:
                         found.append(KeyedLine(code, line.strip(), label, value))
     return found
 
