@@ -17,7 +17,11 @@ chunk, as the eval harness does):
   three chunks, against the best document's; it matters across the corpus;
 - **picture text**: the OCR lines of a page's embedded pictures (charts' labels, legends, titles; read from
   the data root's OCR cache, ``<data root>/blobs/ocr``, where the build's grounding left them) as a BM25
-  channel of their own: a page scores at least ``lam`` times its pictures' BM25 score against the best.
+  channel of their own: a page scores at least ``lam`` times its pictures' BM25 score against the best;
+- **page text**: BM25 over each page's whole text (its chunks joined; a page holds three chunks on average in
+  the validation build), so the question's words may match across the page's chunk boundaries: a page scores
+  at least ``nu`` times its page BM25 score against the best (``page text``), or that much more (``page
+  text, added``).
 
 Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
 """
@@ -39,7 +43,7 @@ Hit = tuple[str, int | None, float, str]  # (document file, page, score, text)
 
 
 def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | None = None, mu: float = 0.0,
-           ) -> list[str]:  # fmt: skip
+           added: dict | None = None) -> list[str]:  # fmt: skip
     by: dict[tuple[str, int | None], list[float]] = defaultdict(list)
     for doc, page, score, _ in hits:
         by[(doc, page)].append(score)
@@ -54,6 +58,8 @@ def _pages(hits: list[Hit], alpha: float = 0.0, beta: float = 0.0, lent: dict | 
         base = {key: s + mu * prior[key[0]] / top_doc for key, s in base.items()}
     for key, s in (lent or {}).items():
         base[key] = max(base.get(key, float("-inf")), s)
+    for key, s in (added or {}).items():
+        base[key] = base.get(key, 0.0) + s
     score = dict(base)
     if beta:
         for (doc, page), s in base.items():
@@ -75,6 +81,18 @@ def _picture_pages(idx, ocr_root: Path) -> tuple[list[tuple[str, int]], object]:
         if m and path.is_file():
             lines = json.loads(path.read_text(encoding="utf-8")).get("lines", [])
             texts[(Path(m.group(1)).name, int(m.group(2)))].append(" ".join(line["text"] for line in lines))
+    keys = sorted(texts)
+    return keys, LexicalIndex.build([f"{d}#{p}" for d, p in keys], [" ".join(texts[k]) for k in keys])
+
+
+def _page_texts(idx) -> tuple[list[tuple[str, int]], object]:
+    """(document file, page) of every page with text, and a BM25 index over each page's chunks joined."""
+    from mmkg.lexical import LexicalIndex
+
+    texts: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for path, page, text in idx.chunks.sort("chunk_index").select("source_path", "page", "text").iter_rows():
+        if page is not None and text:
+            texts[(Path(path).name, int(page))].append(text)
     keys = sorted(texts)
     return keys, LexicalIndex.build([f"{d}#{p}" for d, p in keys], [" ".join(texts[k]) for k in keys])
 
@@ -128,6 +146,7 @@ def main(
             kind = kind_of(m.group(1))
             defined[(Path(path).name, kind, m.group(2).lower())].add(page)
     keys, pictures = _picture_pages(idx, ocr_cache or index.parent / "blobs" / "ocr")
+    page_keys, page_lex = _page_texts(idx)
     runs: dict[str, list[tuple[list[Hit], tuple[str, ...], str, str]]] = {"document": [], "corpus": []}
     for q in ds.questions:
         if not q.answerable:
@@ -141,7 +160,9 @@ def main(
                 ("alpha 0.6 + beta 0.1", {"alpha": 0.6, "beta": 0.1}),
                 *((f"references, gamma {g}", {"gamma": g}) for g in (0.7, 0.8, 0.9)),
                 *((f"document prior, mu {m}", {"mu": m}) for m in (0.1, 0.2, 0.4)),
-                *((f"picture text, lam {m}", {"lam": m}) for m in (0.5, 0.7, 0.9))]  # fmt: skip
+                *((f"picture text, lam {m}", {"lam": m}) for m in (0.5, 0.7, 0.9)),
+                *((f"page text, nu {m}", {"nu": m}) for m in (0.5, 0.7, 0.9)),
+                *((f"page text, added, nu {m}", {"nu": m, "add": True}) for m in (0.1, 0.2, 0.4))]  # fmt: skip
     print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy; "
           f"{len(keys)} pages with picture text")
     print(f"{'setting':28} {'doc R@1':>8} {'doc R@5':>8} {'corpus R@1':>11} {'corpus R@5':>11}")
@@ -153,7 +174,11 @@ def main(
                 lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
                 if "lam" in kw:
                     lent = _pictures(question, doc, keys, pictures, kw["lam"])
-                ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0))
+                added = None
+                if "nu" in kw:
+                    page = _pictures(question, doc, page_keys, page_lex, kw["nu"])
+                    lent, added = (None, page) if kw.get("add") else (page, None)
+                ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0), added)
                 r1 += recall_at_k(ranked, relevant, 1)
                 r5 += recall_at_k(ranked, relevant, 5)
             n = len(runs[scope]) or 1
