@@ -549,6 +549,32 @@ def test_alternatives_joined_by_and_after_out_of():
     assert analyze("What is the distance between Lund and Malmo?").options == ()  # nothing is ordered
 
 
+def test_alternatives_listed_before_the_question_or_after_a_colon():
+    q = analyze("Among Nordline, Sealink and Baltic Star, which ferry carried the largest share of visitors?")
+    assert q.answer_type == "choice" and q.options == ("Nordline", "Sealink", "Baltic Star") and q.order == "max"
+    # "between A and B, which ...": the second alternative ends at the comma before the asking word
+    q = analyze("Between the north quay and the south quay, which one has more berths?")
+    assert q.options == ("the north quay", "the south quay")
+    # a colon introduces a list, in lower case too
+    q = analyze("Which of the following is not a part of the crane: boom, hook, or winch?")
+    assert q.answer_type == "choice" and q.options == ("boom", "hook", "winch")
+    # a lead-in that names one group, or nothing ordered, lists no alternatives
+    assert analyze("Among the three ferries, which carried the most visitors?").options == ()
+    assert analyze("Among Nordline and Sealink, which one is based in Lund?").options == ()
+
+
+def test_a_choice_compares_each_option_s_own_value_where_one_sentence_gives_several():
+    ev = _evidence("Ferry use in 2019. Nordline carried 46% of the island's visitors in 2019.",
+                   "Sealink carried 21% of the island's visitors in 2019, and Baltic Star carried 11%.")  # fmt: skip
+    q = analyze("Among Nordline, Sealink and Baltic Star, which ferry carried the smallest share of visitors in 2019?")
+    ans = Reader(min_confidence=0.0).read(q, None, ev)
+    # Baltic Star's value is the 11% beside it, not the 21% that opens its sentence
+    assert (ans.text, ans.method) == ("Baltic Star", "choice"), ans.reason
+    assert ans.reason.startswith("smallest number wins") and "Baltic Star: 11%" in ans.reason, ans.reason
+    q = analyze("Which ferry carried the largest share of visitors in 2019: Nordline, Sealink or Baltic Star?")
+    assert Reader(min_confidence=0.0).read(q, None, ev).text == "Nordline"
+
+
 @pytest.mark.parametrize(
     "question",
     [

@@ -102,11 +102,18 @@ _PAREN = re.compile(r"\s*\([^)]*\)?\s*$")
 _DETERMINER = re.compile(r"(?:the|a|an|this|that|these|those|his|her|their|its)\s")
 # "or" between alternatives, in lower case (or all capitals): a title-case "Or" is part of a title ("Broadway Or Bust")
 _OR = re.compile(r"\s+(?:or|OR)\s+")
+_OPTION_WORDS = 5  # an alternative listed after a colon is a short phrase; a longer piece is a clause
 # where a sentence opens, so a capitalized wh-word there asks ("Q: Which came first, ...")
 _SENTENCE_OPENS = re.compile(r"(?:^|[.?!:;\"“(])\s*$")
 # the words that make a sentence a question: before the comma of "Which came first, A or B?"
 _ASKING = frozenset({"who", "whom", "whose", "which", "what", "where", "when", "why", "how"})
 _OUT_OF = re.compile(r"\b(?:out of|between)\s+(.+?)\s+and\s+(.+)$", re.IGNORECASE)
+# a lead-in that lists the alternatives before the question asks: "Among A, B and C, which ...", "Between A and B,
+# who ...", "Of A or B, which ..."
+_LEAD_IN = re.compile(r"^(?:among|amongst|between|out of|of)\s+(.+?),\s*(?=(?:which|who|whom|whose|what)\b)",
+                      re.IGNORECASE)  # fmt: skip
+# where an alternative that ends a lead-in stops: at the comma before the question's asking word
+_ASKS_AFTER = re.compile(r",\s*(?=(?:which|who|whom|whose|what)\b)", re.IGNORECASE)
 _ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal places?\b|\banswer in "
                           r"(?:thousands?|millions?|billions?|percentage|percent)"
                           r"|\bwhat (?:is the )?(?:percentage|proportion|ratio)\b",
@@ -283,13 +290,21 @@ def _noun_type(lemma: str) -> str:
 def _options(text: str) -> tuple[str, ...]:
     """The alternatives of "..., A or B?" (also "A, B or C"), as written."""
     body = text.strip().rstrip("?").strip()
+    words = set(re.findall(r"[a-z]+", body.lower()))
+    ordered = bool(words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER))
+    lead = _LEAD_IN.match(body)
+    if lead and ordered:  # "Among A, B and C, which has the largest share?": the lead-in lists them
+        parts = [p.strip(" ,;\"'“”") for p in re.split(r",|\s+(?:and|or|AND|OR)\s+", lead.group(1))]
+        parts = [p for p in parts if p]
+        if len(parts) >= 2:
+            return tuple(parts)
     if not _OR.search(body):
         # "Who was born first out of A and B?", "Which came out later between A and B?": alternatives joined
         # by "and" after "out of" / "between", when the question orders something
         m = _OUT_OF.search(body)
-        words = set(re.findall(r"[a-z]+", body.lower()))
-        if m and words & (_MIN_WORDS | _MAX_WORDS | _OLDER | _YOUNGER):
-            return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), m.group(2)))
+        if m and ordered:
+            second = _ASKS_AFTER.split(m.group(2), maxsplit=1)[0]  # "between A and B, which one ...": B ends there
+            return tuple(p.strip(" ,;\"'“”") for p in (m.group(1), second))
         return ()
     # the alternatives follow a comma or colon after the question's last asking word (a wh-word or an auxiliary,
     # in lower case or opening a sentence: "May" in "In May 2015, which company sold more, A or B?" and "What" in
@@ -307,6 +322,8 @@ def _options(text: str) -> tuple[str, ...]:
 
     def looks_like_options(c: int) -> bool:
         pieces = [p.strip(" ,;\"'“”") for p in re.split(r",|\s+(?:or|OR)\s+", body[c + 1 :])]
+        if body[c] == ":":  # a colon introduces a list: "which is not a part: sensor, actuator or controller?"
+            return all(len(p.split()) <= _OPTION_WORDS for p in pieces if p)
         return all(p[:1].isupper() or p[:1].isdigit() or _DETERMINER.match(p) for p in pieces if p)
 
     commas = [m.start() for m in re.finditer(r"[,:]", head)]

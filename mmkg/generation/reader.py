@@ -378,6 +378,14 @@ def date_key(text: str) -> tuple[int, int, int] | None:
     return int(years[0]), month, day
 
 
+def _nearness(sentence: str, a: int, b: int, name: str) -> float:
+    """How near the span ``sentence[a:b]`` stands to the nearest mention of ``name`` in it: 1 beside it, 0 when
+    the sentence does not name it (the scale of ``near``: 1 / (1 + characters / 15))."""
+    gaps = [a - m.end() if m.end() <= a else m.start() - b if m.start() >= b else 0
+            for m in re.finditer(re.escape(name), sentence, re.IGNORECASE)]  # fmt: skip
+    return 1.0 / (1.0 + min(gaps) / 15.0) if gaps else 0.0
+
+
 def _number_value(text: str) -> float | None:
     m = NUMBER.search(text.replace("\u2212", "-"))
     if not m:
@@ -1092,7 +1100,11 @@ class Reader:
         sub = QuestionAnalysis(q.text, vtype, q.wh, q.focus, vtype, q.relation, q.relation_words,
                                (*(e for e in q.entities if e != option and e not in q.options), option))  # fmt: skip
         pool = [replace(s, about=1.0 if _contains(s.text, option) or _contains(s.title, option) else 0.5) for s in pool]
-        return [c for c in self.candidates(sub, pool, vtype, result) if _valid(c, vtype)]
+        cands = [c for c in self.candidates(sub, pool, vtype, result) if _valid(c, vtype)]
+        # a sentence that gives several options' values ("Sealink carried 21%, and Baltic Star 11%"): each
+        # option's is the value nearest its own mention, as ``near`` measures nearness to the asked words
+        near = {id(c): _nearness(c.sentence, c.start, c.end, option) for c in cands}
+        return sorted(cands, key=lambda c: -(c.score + self.weights["near"] * near[id(c)]))
 
     def _choice(
         self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None
@@ -1107,8 +1119,9 @@ class Reader:
             (best, bv), (_, rv) = ranked[0], ranked[1]
             if key(bv) != key(rv):
                 desc = "; ".join(f"{o}: {v.text}" for o, v in found.items())
+                wins = ("earliest", "latest") if vtype == "date" else ("smallest", "largest")
                 return ShortAnswer(best, "choice", 0.8, method="choice", support=support,
-                                   reason=f"{'earliest' if q.order == 'min' else 'latest'} {vtype} wins ({desc})")
+                                   reason=f"{wins[q.order == 'max']} {vtype} wins ({desc})")
         # no comparison possible: the option whose evidence best matches the question
         support_of = {o: max((s.pre for s in self._option_sentences(o, sentences)), default=0.0) for o in q.options}
         best = max(q.options, key=lambda o: (support_of[o], -q.options.index(o)))
