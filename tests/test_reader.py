@@ -678,3 +678,31 @@ def test_a_bullet_or_control_character_opening_a_name_is_no_part_of_the_answer()
     assert sup.sentence[sup.start : sup.end] == "Boil Switch"
     candidates = [c.text for c in Reader(min_confidence=0).read(analyze("Which button holds it?"), None, ev).candidates]
     assert candidates and not any(c[0] in "\x99•" for c in candidates), candidates
+
+
+def test_a_statement_is_checked_for_its_negation_its_year_and_a_comparison():
+    ev = _evidence(
+        "Ferry use in 2019. Nordline carried 46% of the island's visitors in 2019, up from 38% in 2018.",
+        "Sealink carried 21% of the island's visitors in 2019. The harbour opened a second quay in 2017.",
+        "Tickets can be bought online or at the harbour office. Pets are not allowed on Sealink ferries.",
+    )
+    reader = Reader(min_confidence=0.0)
+
+    def said(question: str) -> tuple[str, str]:
+        ans = reader.read(analyze(question), None, ev)
+        assert ans.method == "yes_no", ans.reason
+        return ans.text, ans.reason
+
+    assert said("Can tickets be bought online?")[0] == "yes"
+    # the sentence negates what the question states ("not allowed"), or the question negates what it states
+    text, reason = said("Are pets allowed on Sealink ferries?")
+    assert text == "no" and "negates" in reason, reason
+    assert said("Are pets not allowed on Sealink ferries?")[0] == "yes"
+    # the sentence states it for another year than the one asked
+    assert said("Did the harbour open a second quay in 2017?")[0] == "yes"
+    text, reason = said("Did the harbour open a second quay in 2015?")
+    assert text == "no" and "2017, not 2015" in reason, reason
+    # "A ... larger ... than B": each thing's own value, compared as a choice between the two would be
+    text, reason = said("Did Nordline carry a larger share of visitors than Sealink in 2019?")
+    assert text == "yes" and "Nordline: 46%" in reason and "Sealink: 21%" in reason, reason
+    assert said("Did Sealink carry a larger share of visitors than Nordline in 2019?")[0] == "no"

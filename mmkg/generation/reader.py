@@ -378,6 +378,19 @@ def date_key(text: str) -> tuple[int, int, int] | None:
     return int(years[0]), month, day
 
 
+# a negation before a word: "not allowed", "never sold", "cannot be bought", "isn't open"
+_NEGATION = frozenset({"not", "no", "never", "cannot", "without", "nor", "neither"})
+_IN_YEAR = re.compile(r"\s+(?:in|on|at|of|for|during)\s+\d{4}$")  # "Sealink in 2019" as a title run took it
+_NUMERIC_NAME = re.compile(r"[\d.,%$ ]+")
+
+
+def _negated(text: str, words: set[str]) -> bool:
+    """Whether a negation stands within three words before one of ``words`` (stems) in ``text``."""
+    tokens = [t.lower() for t in _WORD.findall(text)]
+    return any(stem(t) in words and any(w in _NEGATION or w.endswith("n't") for w in tokens[max(0, i - 3) : i])
+               for i, t in enumerate(tokens))  # fmt: skip
+
+
 def _nearness(sentence: str, a: int, b: int, name: str) -> float:
     """How near the span ``sentence[a:b]`` stands to the nearest mention of ``name`` in it: 1 beside it, 0 when
     the sentence does not name it (the scale of ``near``: 1 / (1 + characters / 15))."""
@@ -1153,14 +1166,46 @@ class Reader:
             support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
             return ShortAnswer("no", "yes_no", 0.3, method="yes_no", support=support,
                                reason=f"a value for {len(found)} of 2; answered no")  # fmt: skip
+        if q.order and (compared := self._compared(q, sentences, result)) is not None:
+            return compared
         # a statement to check: does the best sentence about the named thing hold the question's words?
         best = max(sentences, key=lambda s: s.pre)
         rel = set(q.relation)
         share = len(rel & _stems(best.text)) / len(rel) if rel else 0.0
         yes = share >= 0.5
+        reason = f"{share:.0%} of the question's words are in the best sentence"
+        said = {int(y) for y in _YEAR.findall(best.text)}
+        if yes and q.years and said and not q.years & said:  # "... in 2015?" where the sentence says 2017
+            years = ", ".join(map(str, sorted(said)))
+            yes, reason = False, f"{reason}, but it says {years}, not {', '.join(map(str, sorted(q.years)))}"
+        elif yes and _negated(best.text, rel) != _negated(q.text, rel):  # "Are pets allowed?" "Pets are not allowed."
+            yes, reason = False, f"{reason}, and one of the two negates them"
         return ShortAnswer("yes" if yes else "no", "yes_no", round(0.3 + 0.4 * abs(share - 0.5), 3), method="yes_no",
-                           support=[Support(best.label, best.text, -1, -1)],
-                           reason=f"{share:.0%} of the question's words are in the best sentence")  # fmt: skip
+                           support=[Support(best.label, best.text, -1, -1)], reason=reason)  # fmt: skip
+
+    def _compared(self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None,
+                  ) -> ShortAnswer | None:  # fmt: skip
+        """ "Did A carry a larger share than B?", "Was A born before B?": yes when the first thing named wins the
+        comparison the question orders, as a choice between the two would; None without two things to compare
+        or a value for each."""
+        things = sorted({_IN_YEAR.sub("", e) for e in q.entities if not _NUMERIC_NAME.fullmatch(e)},
+                        key=lambda e: (q.text.find(e), -len(e)))  # fmt: skip
+        if len(things) != 2:
+            return None
+        vtype = q.value_type or "date"
+        found = {t: self._value(q, t, sentences, vtype, result) for t in things}
+        key = (lambda v: date_key(v.text)) if vtype == "date" else (lambda v: _number_value(v.text))
+        keys = {t: key(v) for t, v in found.items() if v is not None}
+        if len(keys) != 2 or None in keys.values() or len(set(keys.values())) != 2:
+            return None
+        first, second = things
+        wins = (keys[first] > keys[second]) == (q.order == "max")
+        support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values() if v is not None]
+        desc = "; ".join(f"{t}: {v.text}" for t, v in found.items() if v is not None)
+        word = ("earliest", "latest") if vtype == "date" else ("smallest", "largest")
+        return ShortAnswer("yes" if wins else "no", "yes_no", 0.7, method="yes_no", support=support,
+                           reason=f"{first} {'has' if wins else 'does not have'} the {word[q.order == 'max']} "
+                                  f"{vtype} ({desc})")  # fmt: skip
 
     # -- the path -------------------------------------------------------------------------------------------------
     def _path(self, q: QuestionAnalysis, ans: ShortAnswer, sentences: Sequence[_Sentence],
