@@ -1151,8 +1151,8 @@ class Reader:
             # each thing's likely values (a person is often both "Cuban" and "American"; a film "British"
             # and "English"): the same when any value of one is a value of the other
             lists = {t: self._values(q, t, sentences, vtype, result) for t in things}
-            likely = {t: [c for c in cs if c.score >= SAME_VALUE_SHARE * cs[0].score][:3] for t, cs in lists.items()
-                      if cs}  # fmt: skip
+            likely = {t: [c for c in cs if c.score >= SAME_VALUE_SHARE * max(c.score for c in cs)][:3]
+                      for t, cs in lists.items() if cs}  # fmt: skip
             if len(likely) == 2:
                 (ta, va), (tb, vb) = likely.items()
                 pair = next(((x, y) for x in va for y in vb if _shared_value(x.text, y.text)), None)
@@ -1190,7 +1190,7 @@ class Reader:
         or a value for each."""
         things = sorted({_IN_YEAR.sub("", e) for e in q.entities if not _NUMERIC_NAME.fullmatch(e)},
                         key=lambda e: (q.text.find(e), -len(e)))  # fmt: skip
-        if len(things) != 2:
+        if len(things) != 2 or any(q.text.find(t) < 0 for t in things):
             return None
         vtype = q.value_type or "date"
         found = {t: self._value(q, t, sentences, vtype, result) for t in things}
