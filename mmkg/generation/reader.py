@@ -378,6 +378,8 @@ def date_key(text: str) -> tuple[int, int, int] | None:
     return int(years[0]), month, day
 
 
+# how an ordered comparison names its winner: (min, max) for numbers, and for dates
+_ORDER_WORDS = (("smallest", "largest"), ("earliest", "latest"))
 # a negation before a word: "not allowed", "never sold", "cannot be bought", "isn't open"
 _NEGATION = frozenset({"not", "no", "never", "cannot", "without", "nor", "neither"})
 _IN_YEAR = re.compile(r"\s+(?:in|on|at|of|for|during)\s+\d{4}$")  # "Sealink in 2019" as a title run took it
@@ -1119,22 +1121,31 @@ class Reader:
         near = {id(c): _nearness(c.sentence, c.start, c.end, option) for c in cands}
         return sorted(cands, key=lambda c: -(c.score + self.weights["near"] * near[id(c)]))
 
+    def _ranked(self, q: QuestionAnalysis, options: Sequence[str], sentences: Sequence[_Sentence],
+                result: RetrievalResult | None, vtype: str,
+                ) -> tuple[dict[str, Candidate], str | None, str]:  # fmt: skip
+        """Each option's value read from its own evidence, the option whose value wins the order the question asks
+        (None when fewer than two values can be ordered, or the best two tie), and what the values are, for a
+        reason: "Nordline: 46%; Sealink: 21%"."""
+        values = {o: self._value(q, o, sentences, vtype, result) for o in options}
+        found = {o: v for o, v in values.items() if v is not None}
+        desc = "; ".join(f"{o}: {v.text}" for o, v in found.items())
+        key = (lambda v: date_key(v.text)) if vtype == "date" else (lambda v: _number_value(v.text))
+        keyed = [(o, k) for o, v in found.items() if (k := key(v)) is not None]
+        ranked = sorted(keyed, key=lambda ok: ok[1], reverse=q.order == "max")
+        if not q.order or len(ranked) < 2 or ranked[0][1] == ranked[1][1]:
+            return found, None, desc
+        return found, ranked[0][0], desc
+
     def _choice(
         self, q: QuestionAnalysis, sentences: Sequence[_Sentence], result: RetrievalResult | None
     ) -> ShortAnswer:
         vtype = q.value_type or ("date" if q.order else "string")
-        values = {o: self._value(q, o, sentences, vtype, result) for o in q.options}
-        found = {o: v for o, v in values.items() if v is not None}
+        found, best, desc = self._ranked(q, q.options, sentences, result, vtype)
         support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
-        if q.order and len(found) >= 2:
-            key = (lambda v: date_key(v.text)) if vtype == "date" else (lambda v: _number_value(v.text))
-            ranked = sorted(found.items(), key=lambda kv: key(kv[1]), reverse=q.order == "max")
-            (best, bv), (_, rv) = ranked[0], ranked[1]
-            if key(bv) != key(rv):
-                desc = "; ".join(f"{o}: {v.text}" for o, v in found.items())
-                wins = ("earliest", "latest") if vtype == "date" else ("smallest", "largest")
-                return ShortAnswer(best, "choice", 0.8, method="choice", support=support,
-                                   reason=f"{wins[q.order == 'max']} {vtype} wins ({desc})")
+        if best is not None:
+            return ShortAnswer(best, "choice", 0.8, method="choice", support=support,
+                               reason=f"{_ORDER_WORDS[vtype == 'date'][q.order == 'max']} {vtype} wins ({desc})")
         # no comparison possible: the option whose evidence best matches the question
         support_of = {o: max((s.pre for s in self._option_sentences(o, sentences)), default=0.0) for o in q.options}
         best = max(q.options, key=lambda o: (support_of[o], -q.options.index(o)))
@@ -1193,19 +1204,14 @@ class Reader:
         if len(things) != 2 or any(q.text.find(t) < 0 for t in things):
             return None
         vtype = q.value_type or "date"
-        found = {t: self._value(q, t, sentences, vtype, result) for t in things}
-        key = (lambda v: date_key(v.text)) if vtype == "date" else (lambda v: _number_value(v.text))
-        keys = {t: key(v) for t, v in found.items() if v is not None}
-        if len(keys) != 2 or None in keys.values() or len(set(keys.values())) != 2:
+        found, winner, desc = self._ranked(q, things, sentences, result, vtype)
+        if winner is None:
             return None
-        first, second = things
-        wins = (keys[first] > keys[second]) == (q.order == "max")
-        support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values() if v is not None]
-        desc = "; ".join(f"{t}: {v.text}" for t, v in found.items() if v is not None)
-        word = ("earliest", "latest") if vtype == "date" else ("smallest", "largest")
-        return ShortAnswer("yes" if wins else "no", "yes_no", 0.7, method="yes_no", support=support,
-                           reason=f"{first} {'has' if wins else 'does not have'} the {word[q.order == 'max']} "
-                                  f"{vtype} ({desc})")  # fmt: skip
+        first = things[0]
+        support = [Support(v.evidence, v.sentence, v.start, v.end) for v in found.values()]
+        return ShortAnswer("yes" if winner == first else "no", "yes_no", 0.7, method="yes_no", support=support,
+                           reason=f"{first} {'has' if winner == first else 'does not have'} the "
+                                  f"{_ORDER_WORDS[vtype == 'date'][q.order == 'max']} {vtype} ({desc})")  # fmt: skip
 
     # -- the path -------------------------------------------------------------------------------------------------
     def _path(self, q: QuestionAnalysis, ans: ShortAnswer, sentences: Sequence[_Sentence],
