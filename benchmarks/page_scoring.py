@@ -97,7 +97,9 @@ def _page_texts(idx) -> tuple[list[tuple[str, int]], object]:
     return keys, LexicalIndex.build([f"{d}#{p}" for d, p in keys], [" ".join(texts[k]) for k in keys])
 
 
-def _pictures(question: str, doc: str | None, keys: list, lex, lam: float) -> dict:
+def _lexical_pages(question: str, doc: str | None, keys: list, lex, lam: float) -> dict:
+    """``lam`` times each page's BM25 score in ``lex`` (its pictures' text, or its whole text) against the best
+    page's, within ``doc`` when one is given."""
     raw = lex.scores(question)
     hits = {keys[i]: float(raw[i]) for i in range(len(keys)) if raw[i] > 0 and (doc is None or keys[i][0] == doc)}
     top = max(hits.values(), default=1.0)
@@ -173,10 +175,10 @@ def main(
             for hits, relevant, question, doc in runs[scope]:
                 lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
                 if "lam" in kw:
-                    lent = _pictures(question, doc, keys, pictures, kw["lam"])
+                    lent = _lexical_pages(question, doc, keys, pictures, kw["lam"])
                 added = None
                 if "nu" in kw:
-                    page = _pictures(question, doc, page_keys, page_lex, kw["nu"])
+                    page = _lexical_pages(question, doc, page_keys, page_lex, kw["nu"])
                     lent, added = (None, page) if kw.get("add") else (page, None)
                 ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0), added)
                 r1 += recall_at_k(ranked, relevant, 1)
