@@ -235,12 +235,25 @@ class _QuietRoot(logging.Filter):
 
 
 def _quantize(fp32: Path, out: Path) -> None:
+    """Quantize ``fp32`` to int8 weights in ``out``.
+
+    ``quantize_dynamic`` writes its shape-inferred copy beside its input (``model-inferred.onnx``) and deletes it
+    after: two processes quantizing the same cached export at once (``--processes 2`` on a fresh machine, two
+    builds started together) read and delete each other's copy. It reads a link to the export in a folder of
+    its own instead.
+    """
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quiet = _QuietRoot()
     logging.getLogger().addFilter(quiet)  # quantize_dynamic advises pre-processing on the root logger every time
     try:
-        quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8, per_channel=True)
+        with tempfile.TemporaryDirectory(dir=out.parent, prefix=".quantize-") as private:
+            source = Path(private) / fp32.name
+            try:
+                os.link(fp32, source)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(fp32, source)
+            quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True)
     finally:
         logging.getLogger().removeFilter(quiet)
 

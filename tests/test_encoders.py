@@ -459,6 +459,37 @@ def test_onnx_export_is_cached_and_a_damaged_file_exported_again(onnx_cache: Pat
                                atol=1e-6)  # fmt: skip
 
 
+def _quantize_at_once(layout, root: str, barrier) -> str:
+    from mmkg.onnx_encoder import exported_model
+
+    barrier.wait()  # every process reaches the quantization together
+    return exported_model(layout, "onnx-int8", Path(root)).name
+
+
+def test_onnx_int8_export_by_processes_at_once(onnx_cache: Path, onnx_int8, tmp_path: Path):
+    """Two builds started together on a fresh machine quantize the same cached export at once; onnxruntime's
+    scratch file beside its input must not be shared (it was: one process deleted the other's)."""
+    import multiprocessing
+    import shutil
+    from concurrent.futures import ProcessPoolExecutor
+
+    from mmkg.onnx_encoder import OnnxTextEncoder
+
+    folder = onnx_int8.model_file.parent
+    root = tmp_path / "fresh-cache"
+    (root / folder.name).mkdir(parents=True)
+    shutil.copyfile(folder / "model.onnx", root / folder.name / "model.onnx")  # exported, not yet quantized
+    ctx = multiprocessing.get_context("spawn")
+    n = 3
+    barrier = ctx.Manager().Barrier(n)
+    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        names = list(pool.map(_quantize_at_once, [onnx_int8.layout] * n, [str(root)] * n, [barrier] * n))
+    assert names == ["model_int8.onnx"] * n
+    assert sorted(p.name for p in (root / folder.name).iterdir()) == ["model.onnx", "model_int8.onnx"]  # no scratch
+    again = OnnxTextEncoder(runtime="onnx-int8", cache_root=root)
+    np.testing.assert_allclose(again.encode_text(["Grace Hopper"]), onnx_int8.encode_text(["Grace Hopper"]), atol=1e-6)
+
+
 def _model_copy(tmp_path: Path) -> Path:
     import shutil
 
