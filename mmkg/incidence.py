@@ -53,9 +53,9 @@ class Incidence:
         m = self.matrix.tocsr()
         row_offsets, row_utf8 = pack_ids(self.row_ids)
         col_offsets, col_utf8 = pack_ids(self.col_ids)
-        with atomic_path(Path(path), suffix=".npz") as tmp:
+        with atomic_path(Path(path)) as tmp, open(tmp, "wb") as fh:
             np.savez(
-                tmp,
+                fh,
                 version=np.int32(FORMAT_VERSION),
                 shape=np.asarray(m.shape, dtype=np.int64),
                 data=m.data.astype(np.float32),

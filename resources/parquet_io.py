@@ -47,7 +47,7 @@ class PolarsParquetIOManager(ConfigurableIOManager):
             obj = schemas.conform(obj, schemas.TABLES[asset], asset)
         partition = context.partition_key if context.has_partition_key else None
         path = self._path(asset, partition)
-        with atomic_path(path, suffix=".parquet") as tmp:
+        with atomic_path(path) as tmp:
             obj.write_parquet(tmp, compression="zstd", statistics=True)
         # the row count is the asset's own dagster/row_count: one key, so the UI plots it once
         context.add_output_metadata({"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size})
