@@ -291,7 +291,10 @@ class OnnxTextEncoder(SurrogateTextImages):
             self.session = _session(path, threads)
         except Exception as exc:  # a damaged cached export: export again, once
             log.warning("cached ONNX model %s does not load (%s); exporting it again", path, exc)
-            shutil.rmtree(path.parent, ignore_errors=True)
+            # the damaged file and the export it was made from, not their folder: another process may be
+            # exporting or quantizing there now (its temporaries and its private link must survive)
+            for damaged in {path, path.parent / "model.onnx"}:
+                damaged.unlink(missing_ok=True)
             path = exported_model(self.layout, runtime, cache_root)
             self.session = _session(path, threads)
         self.model_file = path
