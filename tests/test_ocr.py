@@ -387,6 +387,18 @@ def test_cache_write_failure_leaves_no_temp(tmp_path: Path, monkeypatch: pytest.
     assert list((tmp_path / "ab").iterdir()) == []
 
 
+def test_a_cache_that_cannot_be_written_costs_no_text(tmp_path: Path, engine: OcrEngine,
+                                                      caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache's folder should be", encoding="utf-8")
+    cache = OcrCache(blocked / "ocr", tag=engine.tag)
+    path = SAMPLE_CORPUS / "space/images/hubble_placard.jpg"
+    with caplog.at_level("WARNING", logger="mmkg.vision.ocr"):
+        lines = engine.read_cached("ab12cd34", path, cache)
+    assert lines == engine.read_path(path) and lines  # the text read, not an OCR failure
+    assert "OCR cache not written for image ab12cd34" in caplog.text
+
+
 # ---------------------------------------------------------------- bad images
 
 

@@ -146,7 +146,11 @@ class OcrEngine:
                 return hit
         lines = self.read_path(path)
         if cache is not None:
-            cache.put(image_id, lines, tag=self.tag)
+            try:
+                cache.put(image_id, lines, tag=self.tag)
+            except OSError as exc:  # a cache that cannot be written (full disk, removed by a cold build) costs the
+                # next run time; the lines read are this image's text all the same
+                log.warning("OCR cache not written for image %s under %s: %s", image_id, cache.root, exc)
         return lines
 
     def _read(self, image: Image.Image, original_size: tuple[int, int]) -> list[OcrLine]:
