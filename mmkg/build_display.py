@@ -46,9 +46,12 @@ KEEP_LOGS = 20  # build logs kept under <data root>/logs; older ones are deleted
 
 
 def build_log_path(data_root: Path, now: dt.datetime | None = None) -> Path:
-    """``<data root>/logs/build-<YYYYmmdd-HHMMSS>.log`` for a build starting ``now``."""
+    """``<data root>/logs/build-<YYYYmmdd-HHMMSS>-<pid>.log`` for a build starting ``now`` in this process.
+
+    The process id keeps two builds started in the same second (a scheduled update beside a manual one) from
+    writing one log, and one that had nothing to do from deleting the other's."""
     stamp = (now or dt.datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return Path(data_root) / LOG_DIR / f"build-{stamp}.log"
+    return Path(data_root) / LOG_DIR / f"build-{stamp}-{os.getpid()}.log"
 
 
 def prune_logs(folder: Path, keep: int = KEEP_LOGS) -> None:

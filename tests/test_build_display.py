@@ -238,3 +238,17 @@ def test_an_up_to_date_build_leaves_no_log(tmp_path: Path, capfd: pytest.Capture
     assert cli._build(tmp_path / "corpus", tmp_path / "data") == "up to date"
     assert "Log" not in capfd.readouterr().out
     assert not (tmp_path / "data").exists()  # not even the folders the log would have gone in
+
+
+def test_builds_started_in_the_same_second_write_their_own_logs(tmp_path: Path):
+    import datetime as dt
+
+    from mmkg.build_display import build_log_path
+
+    now = dt.datetime(2026, 12, 2, 5, 30, 0)
+    code = ("import datetime as dt, sys; from mmkg.build_display import build_log_path; "
+            "print(build_log_path(sys.argv[1], dt.datetime(2026, 12, 2, 5, 30, 0)))")  # fmt: skip
+    other = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    mine = build_log_path(tmp_path, now)
+    assert mine.name.startswith("build-20261202-053000-") and mine.suffix == ".log"
+    assert Path(other.stdout.strip()) != mine and Path(other.stdout.strip()).parent == mine.parent
