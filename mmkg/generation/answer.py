@@ -127,7 +127,8 @@ def reading_ms(result: RetrievalResult) -> float:
 
 def hints(reading: ShortAnswer) -> str:
     """What the reader found, for a model's prompt: the answer type, typed candidates and the graph path; a count,
-    or a value read off a keyed line, a label, a table row or a definition, with the reader's reason."""
+    or a value read off a keyed line, a label, a table row, a definition or a table's winning row, with the reader's
+    reason."""
     lines = [f"Expected answer: {reading.answer_type.replace('_', '/')}"]
     if reading.candidates:
         lines.append("Candidates: " + "; ".join(f"{c.text} [{c.evidence}]" for c in reading.candidates[:5]))
@@ -136,8 +137,9 @@ def hints(reading: ShortAnswer) -> str:
         lines.append(f"Path: {step.subject} -> {step.predicate} -> {step.object}{cite}")
     if reading.method in ("parts", "list"):  # a count the evidence shows only in part
         lines.append(f"Count: {reading.guess or reading.text} ({reading.reason})")
-    elif reading.method in ("lookup", "label", "row", "definition") and not reading.abstained:
-        # a value read off a line, a label, a table row or a definition: no candidate list says it
+    elif reading.method in ("lookup", "label", "row", "definition", "superlative") and not reading.abstained:
+        # a value read off a line, a label, a table row, a definition or a table's winning row: no candidate list
+        # says it
         lines.append(f"Read off the evidence: {reading.text} ({reading.reason})")
     if reading.abstained:
         lines.append("The evidence may not answer the question; say so if it does not.")

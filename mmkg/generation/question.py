@@ -156,6 +156,8 @@ class QuestionAnalysis:
     entities: tuple[str, ...] = ()  # named things, longest first
     options: tuple[str, ...] = ()  # choice questions: the alternatives, as written
     order: str = ""  # "min" / "max": which value wins a comparison; "" when none
+    superlative: str = ""  # "min" / "max": a which/what question without options asks for the thing whose value
+    # wins ("Which program has the longest time period?"); "" when none
     same: bool = False  # the question asks whether things share a value
     count: bool = False  # "how many": an integer count
     unit: str = ""  # number questions: "%" when a percentage is asked for
@@ -503,6 +505,12 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
             value_type = "date" if w in _TEMPORAL else "number"
         if order:
             break
+    # a which/what question that names no options and orders with a superlative asks for the thing that wins
+    superlative = ""
+    if atype not in ("choice", "yes_no", "number", "date") and not options and wh in ("which", "what"):
+        superlative = next(("min" if t.lower_ in _MIN_WORDS else "max" for t in tokens
+                            if t.tag_ in ("JJS", "RBS") and t.lower_ in _MIN_WORDS | _MAX_WORDS
+                            and t.lower_ not in _TEMPORAL), "")  # fmt: skip
     same = "same" in lower
     if same:
         idx = lower.index("same")
@@ -552,6 +560,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
         text=text, answer_type=atype, wh=wh, focus=focus, value_type=value_type, relation=relation,
         alternates=tuple(dict.fromkeys(stem(w) for w in alternates)),
         relation_words=tuple(dict.fromkeys(rel_words)), entities=tuple(named), options=options, order=order,
+        superlative=superlative,
         same=same, count=count, unit=unit, scale=asked_scale(said) if atype == "number" else None,
         decimals=asked_decimals(said) if atype == "number" else None, years=question_years(text), bridge=bridge,
         hops=hops, bridge_kind=kind, pattern=pattern, instructions=instructions, arithmetic=arithmetic,

@@ -101,6 +101,7 @@ from mmkg.generation.question import (
     labels_for,
     stem,
 )
+from mmkg.generation.superlative import best_row, ruled_tables, text_tables
 from mmkg.ingest.pdf_tables import CELL_SEP
 from mmkg.numerals import spelled_number
 from mmkg.parts import PART, kind_of
@@ -112,6 +113,7 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 KEYED = 0.5  # a value read off the lines that a question's code or label keys (``lookup``, ``label``)
+TABLE_NAMED = 0.25  # the share of a superlative question's words a table must name around it to answer it
 ROW_WORDS = 2  # the question's words a table row's labels must name to answer with its value (``row``)
 _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
 _KEYED_WH = frozenset({"what", "which", "who", "whom", "where"})  # "is market CA03 ...?" asks yes or no
@@ -220,7 +222,8 @@ class ShortAnswer:
     confidence: float
     abstained: bool = False
     guess: str = ""  # the best candidate when the reader declined to answer
-    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | row | definition | none
+    method: str = ""  # span | choice | yes_no | arithmetic | parts | list | lookup | label | row | definition |
+    # superlative | none
     support: list[Support] = field(default_factory=list)
     path: list[PathStep] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -698,6 +701,8 @@ class Reader:
             ans = self._choice(q, sentences, result)
         elif q.answer_type == "yes_no":
             ans = self._yes_no(q, sentences, result)
+        elif q.superlative and (winner := self._superlative(q, evidence, sentences)) is not None:
+            ans = winner
         elif q.answer_type in _KEYED_TYPES and q.wh in _KEYED_WH and \
                 (keyed := self._keyed(q, evidence, sentences) or self._labelled(q, evidence, sentences) or
                  self._row(q, evidence, sentences)):  # fmt: skip
@@ -733,13 +738,14 @@ class Reader:
             if missing:
                 ans.reason += f"; the evidence never mentions {', '.join(missing[:4])}"
         if not ans.abstained and absent and \
-                ans.method in ("span", "arithmetic", "parts", "list", "label", "row", "definition"):  # fmt: skip
+                ans.method in ("span", "arithmetic", "parts", "list", "label", "row", "definition",
+                               "superlative"):  # fmt: skip
             # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
             _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
         if off:  # "the governor as mentioned on the last page", read on the first
             _decline(ans, off)
-        if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list") and \
+        if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list", "superlative") and \
                 ans.confidence < self.min_confidence:
             _decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
         return ans
@@ -810,6 +816,29 @@ class Reader:
                            support=_spelled_support(sentences, best.label, best.value),
                            reason=f"the table row whose labels name {best.named} of the question's {len(asked)} "
                                   f"words gives it{header}: {best.line[:160]!r}")  # fmt: skip
+
+    @staticmethod
+    def _superlative(q: QuestionAnalysis, evidence: Sequence[Evidence], sentences: Sequence[_Sentence],
+                     ) -> ShortAnswer | None:  # fmt: skip
+        """The label of the table row whose value wins the question's superlative (``mmkg.generation.superlative``):
+        "Leaders in Education Programme" (7 months) for "Which program has the longest time period?". The table
+        must name at least ``TABLE_NAMED`` of the question's words around it. Confidence: ``KEYED`` times one half
+        plus half that share."""
+        items = _chunk_items(evidence)
+        tables = [t for label, text in items for t in (*ruled_tables(label, text), *text_tables(label, text))]
+        win = best_row(q.text, q.superlative, tables, q.entities)
+        if win is None or win.named < TABLE_NAMED:
+            return None
+        row = win.row
+        support = _spelled_support(sentences, win.table.evidence, row.label) or \
+            _spelled_support(sentences, win.table.evidence, row.line)  # fmt: skip
+        measure = f"its {win.column}" if win.column else "its value"
+        word = _ORDER_WORDS[0][q.superlative == "max"]
+        return ShortAnswer(row.label, q.answer_type, round(KEYED * (0.5 + 0.5 * win.named), 3), method="superlative",
+                           support=support,
+                           reason=f"the row of a table in [{win.table.evidence}] with the {word} {measure} "
+                                  f"({_fmt(win.value)}, the next {_fmt(win.runner_up)}): {row.line[:160]!r}",
+                           )  # fmt: skip
 
     @staticmethod
     def _defined(asked: tuple[str, str], evidence: Sequence[Evidence], sentences: Sequence[_Sentence],
@@ -1525,6 +1554,10 @@ def _spelled_support(sentences: Sequence[_Sentence], label: int, value: str) -> 
             if m is not None:
                 return [Support(s.label, s.text, m.start(), m.end() if n == len(words) else len(s.text))]
     return []
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}"
 
 
 def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
