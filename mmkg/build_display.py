@@ -187,6 +187,13 @@ class BuildDisplay:
             self.step, self.step_t0, self.steps_done, self.last_line = "", self.clock(), 0, "starting the run"
         self._write(f"{self.label}: run {i + 1} of {n} starts")
 
+    def waiting(self, message: str) -> None:
+        """The build waits for another build of the same data root (``mmkg.index.lock.build_lock``)."""
+        self.console.print(f"[yellow]{escape(message)}[/]")
+        with self._lock:
+            self.label = "waiting for the other build"
+        self._write(message)
+
     def done(self, what: str, seconds: float) -> None:
         """A run ended after ``seconds``."""
         took = f" in {_clock(seconds)}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -201,6 +202,7 @@ def build_index(
     stale_only: bool = False,
     on_start: Callable[[str, int, int], None] | None = None,
     on_event: Listener | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Index ``partitions`` (default: every corpus folder) and publish; skipped when ``reuse`` and unchanged.
 
@@ -217,7 +219,33 @@ def build_index(
     runs (partitions and the publish), ``on_progress`` with the partition and its
     seconds when it ends, and ``on_event`` with every step start, step end and asset log line
     (``pipelines.progress``).
+
+    One build of a data root runs at a time (``mmkg.index.lock.build_lock``): a second one waits, and
+    ``on_wait`` (default: standard error) is told once whose build it waits for.
     """
+    from mmkg.index.lock import build_lock
+
+    with build_lock(Path(data_root), on_wait=on_wait or _say_waiting):
+        return _build_index(corpus_root, data_root, partitions, processes, reuse, on_progress, cold, stale_only,
+                            on_start, on_event)  # fmt: skip
+
+
+def _say_waiting(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _build_index(
+    corpus_root: Path,
+    data_root: Path,
+    partitions: list[str] | None,
+    processes: int | None,
+    reuse: bool,
+    on_progress: Callable[[str, float], None] | None,
+    cold: bool,
+    stale_only: bool,
+    on_start: Callable[[str, int, int], None] | None,
+    on_event: Listener | None,
+) -> BuildReport:
     from dagster import DagsterEventType
 
     import pipelines.definitions  # noqa: F401  the jobs, with spaCy and the models' code: loaded before the clock

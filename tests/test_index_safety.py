@@ -97,6 +97,30 @@ def test_a_killed_holder_leaves_no_lock_behind(tmp_path: Path):
         pass
 
 
+def test_a_second_build_of_a_data_root_waits_for_the_first(tmp_path: Path):
+    from mmkg.index.lock import BuildLocked, build_lock
+    from pipelines.build import build_index
+
+    data, corpus = tmp_path / "data", tmp_path / "corpus"
+    corpus.mkdir()  # no partition folders: the build fails at once, once it holds the lock
+    released = tmp_path / "released"
+    code = ("import sys, time; from pathlib import Path; from mmkg.index.lock import build_lock\n"
+            "with build_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(2); "
+            "Path(sys.argv[2]).touch()")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", code, str(data), str(released)], stdout=subprocess.PIPE,
+                              text=True, env=ENV)  # fmt: skip
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with pytest.raises(BuildLocked, match=rf"another build of .*data is running \(pid {holder.pid} on "), \
+            build_lock(data, wait=False):  # fmt: skip
+        pass
+    told: list[str] = []
+    with pytest.raises(ValueError, match="has no partition folders"):
+        build_index(corpus, data, on_wait=told.append)
+    assert released.exists()  # it ran only once the first build was done (it marks that before letting go)
+    holder.wait(timeout=30)
+    assert len(told) == 1 and f"waiting for another build of {data} to finish (pid {holder.pid}" in told[0]
+
+
 def test_a_publish_removes_what_dead_publishes_left(art: ArtCorpus, tmp_path: Path):
     root = _copy_index(art, tmp_path)
     partial = root / "versions" / "v20000101T000000000000-deadbeef"

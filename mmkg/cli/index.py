@@ -211,7 +211,8 @@ def _build(corpus: Path, data_root: Path, **kwargs) -> object:
             except ImportError as exc:
                 raise _NoPipelines(str(exc)) from exc
             return build_index(
-                corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event, **kwargs
+                corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event,
+                on_wait=display.waiting, **kwargs,
             )
     except _NoPipelines as exc:
         err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
