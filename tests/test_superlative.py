@@ -66,6 +66,13 @@ def test_text_tables_need_three_rows_of_one_shape_and_a_named_column_or_a_total(
     assert text_tables(1, "Model A 10%\nModel B 30%\nSome prose follows.") == []  # two rows are no table
     # prose with numbers in it is no row: a word between two values
     assert text_tables(1, "In 2019 we sold 12 cars\nand 15 trucks in 2020\nwhile 3 boats sank") == []
+    # a loss in parentheses or after a minus is negative; the total row is no thing compared
+    segments = text_tables(1, "Segment results, in millions\nRetail (534) 100\nCloud 1,200 300\nAds 40 -20\n"
+                              "Total 706 380")  # fmt: skip
+    win = best_row("Which segment had the lowest total result?", "min", segments)
+    assert win is not None and (win.row.label, win.value) == ("Retail", -434)
+    win = best_row("Which segment had the highest total result?", "max", segments)
+    assert win is not None and win.row.label == "Cloud"  # not "Total" (1,086)
     tied = text_tables(1, "Model A 10%\nModel B 30%\nModel C 30%")
     assert best_row("Which model has the highest score?", "max", tied) is None
 

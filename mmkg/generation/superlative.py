@@ -38,8 +38,8 @@ from mmkg.ingest.pdf_tables import CELL_SEP
 
 #: a value cell in page text: a number with its percent sign, currency or a duration's unit after it
 _VALUE = re.compile(
-    r"(?<![\w.,-])(?P<cur>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?\s?(?P<unit>%|percent\b"
-    r"|(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?)\b)?(?![\w-])",
+    r"(?<![\w.,])(?P<neg>[-−(])?(?P<cur>[$€£¥])?(?P<num>\d{1,3}(?:,\d{3})+|\d+)(?P<dec>\.\d+)?\s?"
+    r"(?P<unit>%|percent\b|(?:days?|weeks?|months?|years?|hours?|hrs?|minutes?|mins?)\b)?(?P<close>\))?(?![\w-])",
     re.IGNORECASE,
 )
 _DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25, "hour": 1 / 24, "hr": 1 / 24, "minute": 1 / 1440,
@@ -79,7 +79,11 @@ class Winner:
 
 
 def _value(m: re.Match[str]) -> tuple[float, str]:
+    """A value and its kind; "(534)" and "-3.2" are negative, as statements write losses."""
     number = float(m.group("num").replace(",", "") + (m.group("dec") or ""))
+    neg = m.group("neg")
+    if (neg == "(" and m.group("close")) or neg in ("-", "−"):
+        number = -number
     unit = (m.group("unit") or "").lower()
     if unit in ("%", "percent"):
         return number, "%"
