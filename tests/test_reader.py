@@ -17,7 +17,7 @@ from mmkg.cli import app
 from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.cells import named_cells
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader, date_key, normalize
+from mmkg.generation.reader import MIN_CONFIDENCE, NOT_ANSWERABLE, Reader, date_key, normalize
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 
@@ -331,6 +331,24 @@ def test_answers_are_scored_by_the_benchmark_rules_within_the_question_document(
     assert report.summary["reader"]["accuracy_answerable"] == 1.0
     assert set(report.by_type["reader"]) >= {"format Int", "format None", "date"}
     assert "0.20" in report.thresholds and report.thresholds["0.00"]["accuracy_answerable"] == 1.0
+    default = report.thresholds[f"{MIN_CONFIDENCE:.2f}"]
+    assert (default["accuracy"], default["f1"]) == (report.summary["reader"]["accuracy"],
+                                                   report.summary["reader"]["f1"])  # fmt: skip
+
+
+def test_the_threshold_sweep_moves_only_the_answers_the_reader_thresholds():
+    """A choice is answered whatever its confidence; a span below the threshold is declined, its guess kept."""
+    from mmkg.eval.answers import _at_threshold
+
+    def row(method: str, pred: str, guess: str, confidence: float, abstained: bool) -> dict:
+        return {"id": method, "gold": "Oslo", "format": None, "method": method, "confidence": confidence,
+                "abstained": abstained, "guess": guess, "predictions": {"reader": pred},
+                "scores": {"reader": {"em": float(pred == "Oslo"), "f1": float(pred == "Oslo")}}}  # fmt: skip
+
+    rows = [row("choice", "Oslo", "", 0.1, False), row("span", NOT_ANSWERABLE, "Oslo", 0.1, True)]
+    assert _at_threshold("squad", rows, MIN_CONFIDENCE)["em"] == 0.5  # the reader's own: the choice stands
+    assert _at_threshold("squad", rows, 0.0)["em"] == 1.0  # the span's guess had it not declined
+    assert _at_threshold("squad", rows, 0.6)["em"] == 0.5
 
 
 def _pages(*pages: tuple[str, str]) -> list:

@@ -31,7 +31,7 @@ from typing import Any
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset
 from mmkg.generation.answer import prepare, reading_ms, retrieve
-from mmkg.generation.reader import MIN_CONFIDENCE, normalize
+from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, normalize
 from mmkg.index.reader import Index
 
 THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
@@ -151,7 +151,7 @@ def run_answers(
             "predictions": preds,
             "scores": {name: _metrics(scoring, str(q.answer), q.answer_format, p) for name, p in preds.items()},
             "confidence": reading.confidence, "coverage": reading.coverage, "abstained": reading.abstained,
-            "guess": reading.guess,
+            "guess": reading.guess, "method": reading.method,
             "reason": reading.reason, "read_ms": reading.latency_ms,
         })  # fmt: skip
         if on_step:
@@ -183,9 +183,13 @@ def run_answers(
 
 
 def _at_threshold(scoring: str, rows: list[dict[str, Any]], t: float) -> dict[str, float]:
-    """The reader's metrics had it declined below confidence ``t`` (its guess stands in where it declined)."""
+    """The reader's metrics had it declined below confidence ``t`` (its guess stands in where it declined). Only the
+    answers the reader thresholds move (``reader.THRESHOLDED``): at the default, the figure is the reader's own."""
     shifted = []
     for r in rows:
+        if r.get("method") not in THRESHOLDED:
+            shifted.append(r)
+            continue
         guess = r["guess"] if r["abstained"] and r["guess"] else r["predictions"]["reader"]
         pred = guess if r["confidence"] >= t else NOT_ANSWERABLE
         shifted.append({**r, "predictions": {"reader": pred},

@@ -113,6 +113,9 @@ NOT_ANSWERABLE = "Not answerable"
 #: 0.25, 0.353 at 0.20, 0.303 at 0, 0.297 at 0.50 (docs/results/answers.md, "Abstention threshold")
 MIN_CONFIDENCE = 0.25
 KEYED = 0.5  # a value read off the lines that a question's code or label keys (``lookup``, ``label``)
+#: the methods whose answers are declined below ``min_confidence``; a choice, a yes/no, or a value read off a keyed
+#: line, a label, a row or a definition is answered whatever its confidence
+THRESHOLDED = frozenset({"span", "arithmetic", "parts", "list", "superlative"})
 TABLE_NAMED = 0.25  # the share of a superlative question's words a table must name around it to answer it
 ROW_WORDS = 2  # the question's words a table row's labels must name to answer with its value (``row``)
 _KEYED_TYPES = frozenset({"string", "person", "place", "organization"})  # names, not numbers (cells answer those)
@@ -745,8 +748,7 @@ class Reader:
         off = self._off_page(ans, evidence, result)
         if off:  # "the governor as mentioned on the last page", read on the first
             _decline(ans, off)
-        if not ans.abstained and ans.method in ("span", "arithmetic", "parts", "list", "superlative") and \
-                ans.confidence < self.min_confidence:
+        if not ans.abstained and ans.method in THRESHOLDED and ans.confidence < self.min_confidence:
             _decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
         return ans
 
