@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
+import secrets
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -161,9 +162,12 @@ class ParseCache:
     again would give, for the same pipeline and code: the cache folder is keyed by the model name,
     its package version (or, for a pipeline folder, its ``meta.json``), spaCy's version and a digest
     of the extraction modules' source (``extraction_code_digest``). One folder per partition holds
-    that partition's current rows; ``chunks.parquet`` (written last) lists the chunks they cover,
-    so an interrupted save never passes off a chunk's missing rows as "no sentences". Deleting the
-    folder only costs time, and a cache that cannot be written only costs the next run time.
+    that partition's current rows; ``chunks.parquet`` (written last) lists the chunks they cover and
+    names the set of tables that holds their rows (``sentences-<token>.parquet``, ...), so an
+    interrupted save never passes off a chunk's missing rows as "no sentences", and two runs of one
+    partition saving at once never pair one run's chunk list with the other's rows. Deleting the
+    folder only costs time, and a cache that cannot be written (or a set another save removed) only
+    costs the next run time.
     """
 
     TABLES = (("sentences", schemas.SENTENCES), ("mentions", schemas.MENTIONS), ("relations", schemas.RELATIONS))
@@ -178,9 +182,13 @@ class ParseCache:
         """The covered chunks among ``chunk_ids`` and their rows (NER mentions only: titles are re-derived)."""
         folder = self.folder / partition
         try:
-            covered = set(pl.read_parquet(folder / "chunks.parquet")["chunk_id"].to_list()) & chunk_ids
+            listing = pl.read_parquet(folder / "chunks.parquet")
+            covered = set(listing["chunk_id"].to_list()) & chunk_ids
+            if not covered:
+                return set(), {}
+            token = listing["token"][0]  # a cache saved before sets had tokens has none: parsed again
             tables = {
-                name: pl.read_parquet(folder / f"{name}.parquet")
+                name: pl.read_parquet(folder / f"{name}-{token}.parquet")
                 .select(list(schema))
                 .cast(schema)  # type: ignore[arg-type]
                 .filter(pl.col("chunk_id").is_in(list(covered)))
@@ -197,11 +205,17 @@ class ParseCache:
             "mentions": result.mentions.filter(pl.col("source") != "title"),
             "relations": result.relations,
         }
+        token = secrets.token_hex(6)
         for name, df in frames.items():
-            with atomic_path(folder / f"{name}.parquet") as tmp:
+            with atomic_path(folder / f"{name}-{token}.parquet") as tmp:
                 df.write_parquet(tmp)
         with atomic_path(folder / "chunks.parquet") as tmp:
-            pl.DataFrame({"chunk_id": chunk_ids}, schema={"chunk_id": pl.String}).write_parquet(tmp)
+            pl.DataFrame({"chunk_id": chunk_ids, "token": [token] * len(chunk_ids)},
+                         schema={"chunk_id": pl.String, "token": pl.String}).write_parquet(tmp)  # fmt: skip
+        for name, _ in self.TABLES:  # earlier sets (a concurrent save's too: it then only costs a parse)
+            for old in folder.glob(f"{name}*.parquet"):
+                if old.name != f"{name}-{token}.parquet":
+                    old.unlink(missing_ok=True)
 
 
 def _parse_batch(model: str, batch_size: int, batch: Sequence[ChunkRow]) -> tuple[list, list, list]:

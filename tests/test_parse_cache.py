@@ -80,10 +80,31 @@ def test_other_model_code_or_damaged_cache_parses_again(tmp_path: Path, monkeypa
         assert ParseCache(tmp_path, MODEL).load("p", ids) == (set(), {})
 
     cache = ParseCache(tmp_path, MODEL)
-    (cache.folder / "p" / "mentions.parquet").write_bytes(b"not parquet")
+    (mentions,) = (cache.folder / "p").glob("mentions-*.parquet")  # the one set of tables chunks.parquet names
+    mentions.write_bytes(b"not parquet")
     redo = parse_chunks(chunks, TITLES, MODEL, cache=cache, partition="p")
     assert redo.reused == 0
     _same(redo, parse_chunks(chunks, TITLES, MODEL))
+
+
+def test_two_saves_of_one_partition_at_once_never_pair_one_chunk_list_with_the_other_rows(tmp_path: Path):
+    """Run A saves its tables, run B saves everything, then A's chunk list lands last: A's chunks must not be
+    read as covered by B's rows (before, the tables had fixed names and they were: A-only chunks lost their
+    sentences silently)."""
+    cache = ParseCache(tmp_path, MODEL)
+    a_chunks = _chunks(TEXTS)
+    b_chunks = _chunks({**TEXTS, "d1": ["Grace Hopper wrote the first compiler, the A-0 System, in 1952."]})
+    a_ids = set(a_chunks["chunk_id"].to_list())
+    parse_chunks(a_chunks, TITLES, MODEL, cache=cache, partition="p")
+    a_listing = (cache.folder / "p" / "chunks.parquet").read_bytes()  # A's pointer, as it would land late
+    parse_chunks(b_chunks, TITLES, MODEL, cache=cache, partition="p")
+    (cache.folder / "p" / "chunks.parquet").write_bytes(a_listing)
+    assert cache.load("p", a_ids) == (set(), {})  # A's set is gone: parsed again, not B's rows for A's chunks
+    again = parse_chunks(a_chunks, TITLES, MODEL, cache=cache, partition="p")
+    assert again.reused == 0
+    _same(again, parse_chunks(a_chunks, TITLES, MODEL))
+    assert sorted(p.name.split("-")[0] for p in (cache.folder / "p").glob("*-*.parquet")) == [
+        "mentions", "relations", "sentences"]  # one set kept: the last save's
 
 
 # -- parser workers kept across partitions ---------------------------------------------------------------------
