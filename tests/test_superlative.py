@@ -80,7 +80,7 @@ def test_text_tables_need_three_rows_of_one_shape_and_a_named_column_or_a_total(
 def test_ruled_rows_compare_the_column_the_question_names():
     rows = "\n".join([
         "Table 4 Store sales | North | 2015: $1,200 | 2016: $1,500",
-        "Table 4 Store sales | South | 2015: $900 | 2016: $1,800",
+        "Table 4 Store sales | South | 2015: $900 | 2016: $1,900",
         "Table 4 Store sales | West | 2015: $1,100 | 2016: $700",
     ])  # fmt: skip
     (table,) = ruled_tables(3, rows)
@@ -88,6 +88,15 @@ def test_ruled_rows_compare_the_column_the_question_names():
     win = best_row("Which store had the lowest sales in 2016?", "min", [table], ("2016",))
     assert win is not None and (win.row.label, win.value, win.column) == ("West", 700, "2016")
     assert best_row("Which store had the lowest sales in 2017?", "min", [table], ("2017",)) is None
+    # a row with an empty cell (the renderer writes no "2015: ..." for it) is compared where it has a value
+    gappy = rows + "\nTable 4 Store sales | East | 2016: $2,000"
+    (table,) = ruled_tables(3, gappy)
+    win = best_row("Which store had the highest sales in 2016?", "max", [table], ("2016",))
+    assert win is not None and win.row.label == "East"
+    win = best_row("Which store had the highest sales in 2015?", "max", [table], ("2015",))
+    assert win is not None and win.row.label == "North"
+    win = best_row("Which store had the highest total sales?", "max", [table])
+    assert win is not None and (win.row.label, win.value) == ("South", 2800)  # East's total is not known
     evidence = [Evidence(label=3, kind="chunk", text=rows, chunk_id="c3", doc_id="d1", title="Sales",
                          source_path="sales.pdf")]
     ans = Reader().read(analyze("Which store had the highest sales in 2015?"), None, evidence)

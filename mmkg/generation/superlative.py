@@ -27,6 +27,7 @@ rendering.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ MAX_VALUES = 8  # a line with more values is running text or a list of figures, 
 @dataclass(frozen=True)
 class Row:
     label: str
-    values: tuple[float, ...]
+    values: tuple[float, ...]  # NaN where a ruled row leaves its cell empty
     kind: str  # "%", "days" or "" (a plain amount; currency counts as plain)
     line: str  # the row as the evidence writes it
 
@@ -150,8 +151,9 @@ def text_tables(label: int, text: str) -> list[Table]:
 
 
 def ruled_tables(label: int, text: str) -> list[Table]:
-    """The rows the PDF reader rendered (``caption | label | header: value | ...``), one table per caption."""
-    by_caption: dict[str, list[tuple[Row, tuple[str, ...]]]] = {}
+    """The rows the PDF reader rendered (``caption | label | header: value | ...``), one table per caption. A row
+    that leaves a cell empty (the renderer then writes no ``header: value`` for it) has no value in that column."""
+    by_caption: dict[str, list[tuple[str, dict[str, tuple[float, str]], str]]] = {}
     for line in text.split("\n"):
         if CELL_SEP not in line:
             continue
@@ -159,26 +161,24 @@ def ruled_tables(label: int, text: str) -> list[Table]:
         first = next((i for i, c in enumerate(cells) if _VALUE.fullmatch(c.rpartition(": ")[2].strip())), 0)
         if first == 0:
             continue
-        values, headers, kinds = [], [], set()
+        cells_by_header: dict[str, tuple[float, str]] = {}
         for cell in cells[first:]:
             header, _, value = cell.rpartition(": ")
             m = _VALUE.fullmatch(value.strip())
-            if m is None:
-                break
-            v, k = _value(m)
-            values.append(v)
-            headers.append(header.strip())
-            kinds.add(k)
-        if not values or len(kinds) != 1:
-            continue
+            if m is not None and header.strip() not in cells_by_header:
+                cells_by_header[header.strip()] = _value(m)
         caption = " ".join(cells[: first - 1])
-        row = Row(cells[first - 1].strip(), tuple(values), kinds.pop(), line)
-        by_caption.setdefault(caption, []).append((row, tuple(headers)))
+        by_caption.setdefault(caption, []).append((cells[first - 1].strip(), cells_by_header, line))
     out = []
     for caption, rows in by_caption.items():
-        shapes = {(len(r.values), r.kind, h) for r, h in rows}
-        if len(rows) >= MIN_ROWS and len(shapes) == 1:
-            out.append(Table(label, tuple(r for r, _ in rows), rows[0][1], caption))
+        headers = tuple(dict.fromkeys(h for _, cells, _ in rows for h in cells))
+        kinds = {k for _, cells, _ in rows for _, k in cells.values()}
+        if len(rows) < MIN_ROWS or len(kinds) != 1:
+            continue
+        kind = kinds.pop()
+        table_rows = tuple(Row(name, tuple(cells[h][0] if h in cells else math.nan for h in headers), kind, line)
+                           for name, cells, line in rows)  # fmt: skip
+        out.append(Table(label, table_rows, headers, caption))
     return out
 
 
@@ -233,11 +233,15 @@ def best_row(question: str, order: str, tables: Iterable[Table], names: Sequence
         columns = [i for i, h in enumerate(t.headers) if h and asked_words(h) and asked_words(h) <= asked]
         if len(columns) == 1:
             col, column = columns[0], t.headers[columns[0]]
+            rows = tuple(r for r in rows if not math.isnan(r.values[col]))  # a row with that cell empty: not compared
             values = [r.values[col] for r in rows]
         elif k == 1 or total:
+            rows = tuple(r for r in rows if not any(math.isnan(v) for v in r.values))  # a total needs every cell
             values, column = [sum(r.values) for r in rows], ("total" if k > 1 else "")
         else:
             continue  # several columns and none named: which to compare is not said
+        if len(rows) < 2:
+            continue
         ranked = sorted(zip(values, range(len(rows)), strict=True), reverse=order == "max")
         if ranked[0][0] == ranked[1][0]:
             continue
