@@ -9,8 +9,8 @@ words around them and cannot compare values; this reads the tables of the eviden
 - runs of page-text lines that read like a table: three or more lines in a row, each a label followed by the same
   number of values in the same kind of unit ("Subtask 2% 5% 2%", "Leaders in Education Programme 7 months").
   A line that holds no value and wraps (it ends in a space, a colon, a comma or a function word) opens the next
-  row's label ("Leaders in" / "Education Programme 7 months"); a line of as many words as the rows have values,
-  right above them, ends with the columns' headers ("2-hop 3-hop 4-hop", "Failure type 2019 2020 2021").
+  row's label ("Leaders in" / "Education Programme 7 months"); the last words of the line right above the rows,
+  one per value, are the columns' headers ("2-hop 3-hop 4-hop", "Failure type 2019 2020 2021").
 
 The value compared is the cell under the one column the question names, else the row's total when the question
 asks for a total or the row has one value; a table with several columns and none named answers nothing. Values
