@@ -73,6 +73,15 @@ def test_text_tables_need_three_rows_of_one_shape_and_a_named_column_or_a_total(
     assert win is not None and (win.row.label, win.value) == ("Retail", -434)
     win = best_row("Which segment had the highest total result?", "max", segments)
     assert win is not None and win.row.label == "Cloud"  # not "Total" (1,086)
+    # a line of years is the columns' headers, not a row of amounts
+    units = text_tables(1, "Revenue by business unit\nBusiness unit 2019 2020 2021\nCloud 10 20 30\nRetail 40 5 5\n"
+                           "Ads 1 2 3")  # fmt: skip
+    assert [r.label for t in units for r in t.rows] == ["Cloud", "Retail", "Ads"] and units[0].headers == (
+        "2019", "2020", "2021")
+    win = best_row("Which business unit had the highest total revenue?", "max", units)
+    assert win is not None and (win.row.label, win.value) == ("Cloud", 60)
+    win = best_row("Which business unit had the highest revenue in 2019?", "max", units, ("2019",))
+    assert win is not None and (win.row.label, win.column) == ("Retail", "2019")
     tied = text_tables(1, "Model A 10%\nModel B 30%\nModel C 30%")
     assert best_row("Which model has the highest score?", "max", tied) is None
 
@@ -97,6 +106,11 @@ def test_ruled_rows_compare_the_column_the_question_names():
     assert win is not None and win.row.label == "North"
     win = best_row("Which store had the highest total sales?", "max", [table])
     assert win is not None and (win.row.label, win.value) == ("South", 2800)  # East's total is not known
+    # two captionless tables, apart on the page, are two tables
+    two = "\n".join(["Alpha | 2016: 5", "Beta | 2016: 9", "Gamma | 2016: 7", "Prices in another market:",
+                     "Delta | 2016: 50", "Omega | 2016: 40", "Sigma | 2016: 30"])  # fmt: skip
+    assert [[r.label for r in t.rows] for t in ruled_tables(1, two)] == [["Alpha", "Beta", "Gamma"],
+                                                                       ["Delta", "Omega", "Sigma"]]  # fmt: skip
     evidence = [Evidence(label=3, kind="chunk", text=rows, chunk_id="c3", doc_id="d1", title="Sales",
                          source_path="sales.pdf")]
     ans = Reader().read(analyze("Which store had the highest sales in 2015?"), None, evidence)

@@ -834,12 +834,14 @@ class Reader:
         row = win.row
         support = _spelled_support(sentences, win.table.evidence, row.label) or \
             _spelled_support(sentences, win.table.evidence, row.line)  # fmt: skip
-        measure = f"its {win.column}" if win.column else "its value"
+        unit = {"%": "%", "days": " days"}.get(row.kind, "")
         word = _ORDER_WORDS[0][q.superlative == "max"]
+        measure = f"{win.column} value" if win.column and win.column != "total" else (win.column or "value")
         return ShortAnswer(row.label, q.answer_type, round(KEYED * (0.5 + 0.5 * win.named), 3), method="superlative",
                            support=support,
                            reason=f"the row of a table in [{win.table.evidence}] with the {word} {measure} "
-                                  f"({_fmt(win.value)}, the next {_fmt(win.runner_up)}): {row.line[:160]!r}",
+                                  f"({_fmt(win.value)}{unit}, the next {_fmt(win.runner_up)}{unit}): "
+                                  f"{row.line[:160]!r}",
                            )  # fmt: skip
 
     @staticmethod
@@ -1559,7 +1561,7 @@ def _spelled_support(sentences: Sequence[_Sentence], label: int, value: str) -> 
 
 
 def _fmt(value: float) -> str:
-    return f"{value:g}"
+    return f"{round(value, 2):g}"
 
 
 def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:

@@ -47,8 +47,9 @@ _DAYS = {"day": 1.0, "week": 7.0, "month": 30.44, "year": 365.25, "hour": 1 / 24
          "min": 1 / 1440}  # fmt: skip
 #: a line that wraps into the next: it ends in a word that cannot end a label
 _WRAPS = re.compile(r"(?:[,:&/-]|\b(?:of|in|and|for|the|to|with|on|at|by|a|an|or|from))\s*$", re.IGNORECASE)
-_TOTAL = re.compile(r"^\s*(?:grand\s+)?(?:total|sum|all|overall)\b", re.IGNORECASE)
+_TOTAL = re.compile(r"^\s*(?:(?:grand\s+)?total\b|(?:sum|all|overall)\s*:?\s*$)", re.IGNORECASE)
 _LETTER = re.compile(r"[^\W\d_]")
+_YEAR = re.compile(r"(?:19|20)\d{2}")
 MIN_ROWS = 3
 MAX_VALUES = 8  # a line with more values is running text or a list of figures, not a row
 
@@ -106,6 +107,8 @@ def _text_row(line: str) -> tuple[str, tuple[float, ...], str] | None:
     kinds = {k for _, k in parsed}
     if len(kinds) != 1:
         return None
+    if kinds == {""} and all(m.group("dec") is None and _YEAR.fullmatch(m.group("num")) for m in found):
+        return None  # "Business unit 2019 2020 2021": the columns' headers, not a row of amounts
     return label, tuple(v for v, _ in parsed), kinds.pop()
 
 
@@ -151,11 +154,14 @@ def text_tables(label: int, text: str) -> list[Table]:
 
 
 def ruled_tables(label: int, text: str) -> list[Table]:
-    """The rows the PDF reader rendered (``caption | label | header: value | ...``), one table per caption. A row
-    that leaves a cell empty (the renderer then writes no ``header: value`` for it) has no value in that column."""
-    by_caption: dict[str, list[tuple[str, dict[str, tuple[float, str]], str]]] = {}
+    """The rows the PDF reader rendered (``caption | label | header: value | ...``), one table per caption and run of
+    adjacent lines. A row that leaves a cell empty (the renderer then writes no ``header: value`` for it) has no
+    value in that column."""
+    by_caption: dict[tuple[int, str], list[tuple[str, dict[str, tuple[float, str]], str]]] = {}
+    block = 0  # rendered rows of one table stand on adjacent lines: two captionless tables are two blocks
     for line in text.split("\n"):
         if CELL_SEP not in line:
+            block += 1
             continue
         cells = line.split(CELL_SEP)
         first = next((i for i, c in enumerate(cells) if _VALUE.fullmatch(c.rpartition(": ")[2].strip())), 0)
@@ -168,9 +174,9 @@ def ruled_tables(label: int, text: str) -> list[Table]:
             if m is not None and header.strip() not in cells_by_header:
                 cells_by_header[header.strip()] = _value(m)
         caption = " ".join(cells[: first - 1])
-        by_caption.setdefault(caption, []).append((cells[first - 1].strip(), cells_by_header, line))
+        by_caption.setdefault((block, caption), []).append((cells[first - 1].strip(), cells_by_header, line))
     out = []
-    for caption, rows in by_caption.items():
+    for (_, caption), rows in by_caption.items():
         headers = tuple(dict.fromkeys(h for _, cells, _ in rows for h in cells))
         kinds = {k for _, cells, _ in rows for _, k in cells.values()}
         if len(rows) < MIN_ROWS or len(kinds) != 1:
