@@ -5,7 +5,8 @@ or a concurrent reader never meets half a file. A failed write removes its tempo
 killed mid-write (SIGKILL, the out-of-memory killer) cannot, so the temporary's name is one no reader
 matches: hidden, and ending in ``.tmp``, never in the target's own ``.parquet`` or ``.npz`` (a glob of
 ``*.parquet`` over a table folder, as DuckDB's views and the IO managers read them, would take it for a
-partition's table). Such leftovers older than a day are removed by the next write beside them.
+partition's table). Such leftovers older than a day are removed by the next write of the same target (once per
+process).
 """
 
 from __future__ import annotations
@@ -42,8 +43,15 @@ def atomic_path(target: Path) -> Iterator[Path]:
         raise
 
 
+_SWEPT: set[tuple[Path, str]] = set()  # (folder, target) pairs this process has swept: once each, not per write
+
+
 def _sweep(folder: Path, prefix: str) -> None:
-    """Remove temporaries of this target that a killed writer left more than a day ago."""
+    """Remove temporaries of this target that a killed writer left more than a day ago; once per target and
+    process, since listing a folder of thousands of blobs on every write would cost the square of their number."""
+    if (folder, prefix) in _SWEPT:
+        return
+    _SWEPT.add((folder, prefix))
     now = time.time()
     for p in folder.glob(f"{glob.escape(prefix)}*{TEMPORARY_SUFFIX}"):
         try:
