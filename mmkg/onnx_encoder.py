@@ -251,6 +251,8 @@ def _quantize(fp32: Path, out: Path) -> None:
             source = Path(private) / fp32.name
             try:
                 os.link(fp32, source)
+            except FileNotFoundError:
+                raise  # the export is gone (another process repairing a damaged cache): the caller exports again
             except OSError:  # a file system without hard links
                 shutil.copyfile(fp32, source)
             quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True)

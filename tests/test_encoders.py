@@ -481,8 +481,8 @@ def test_onnx_int8_export_by_processes_at_once(onnx_cache: Path, onnx_int8, tmp_
     shutil.copyfile(folder / "model.onnx", root / folder.name / "model.onnx")  # exported, not yet quantized
     ctx = multiprocessing.get_context("spawn")
     n = 3
-    barrier = ctx.Manager().Barrier(n)
-    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+    with ctx.Manager() as manager, ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        barrier = manager.Barrier(n)
         names = list(pool.map(_quantize_at_once, [onnx_int8.layout] * n, [str(root)] * n, [barrier] * n))
     assert names == ["model_int8.onnx"] * n
     assert sorted(p.name for p in (root / folder.name).iterdir()) == ["model.onnx", "model_int8.onnx"]  # no scratch
