@@ -103,19 +103,27 @@ def test_a_second_build_of_a_data_root_waits_for_the_first(tmp_path: Path):
 
     data, corpus = tmp_path / "data", tmp_path / "corpus"
     corpus.mkdir()  # no partition folders: the build fails at once, once it holds the lock
-    released = tmp_path / "released"
+    released, go = tmp_path / "released", tmp_path / "go"
+    # the holder lets go only once the second build has said it waits (no sleep to race against)
     code = ("import sys, time; from pathlib import Path; from mmkg.index.lock import build_lock\n"
-            "with build_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(2); "
-            "Path(sys.argv[2]).touch()")  # fmt: skip
-    holder = subprocess.Popen([sys.executable, "-c", code, str(data), str(released)], stdout=subprocess.PIPE,
-                              text=True, env=ENV)  # fmt: skip
+            "with build_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n"
+            "    t0 = time.monotonic()\n"
+            "    while not Path(sys.argv[3]).exists() and time.monotonic() - t0 < 120:\n        time.sleep(0.05)\n"
+            "    Path(sys.argv[2]).touch()")  # fmt: skip
+    holder = subprocess.Popen([sys.executable, "-c", code, str(data), str(released), str(go)],
+                              stdout=subprocess.PIPE, text=True, env=ENV)  # fmt: skip
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     with pytest.raises(BuildLocked, match=rf"another build of .*data is running \(pid {holder.pid} on "), \
             build_lock(data, wait=False):  # fmt: skip
         pass
     told: list[str] = []
+
+    def waiting(message: str) -> None:
+        told.append(message)
+        go.touch()
+
     with pytest.raises(ValueError, match="has no partition folders"):
-        build_index(corpus, data, on_wait=told.append)
+        build_index(corpus, data, on_wait=waiting)
     assert released.exists()  # it ran only once the first build was done (it marks that before letting go)
     holder.wait(timeout=30)
     assert len(told) == 1 and f"waiting for another build of {data} to finish (pid {holder.pid}" in told[0]
