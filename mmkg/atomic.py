@@ -5,13 +5,12 @@ or a concurrent reader never meets half a file. A failed write removes its tempo
 killed mid-write (SIGKILL, the out-of-memory killer) cannot, so the temporary's name is one no reader
 matches: hidden, and ending in ``.tmp``, never in the target's own ``.parquet`` or ``.npz`` (a glob of
 ``*.parquet`` over a table folder, as DuckDB's views and the IO managers read them, would take it for a
-partition's table). Such leftovers older than a day are removed by the next write of the same target (once per
-process).
+partition's table). Such leftovers older than a day are removed by the first write into their folder of each
+process.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import tempfile
 import time
@@ -32,7 +31,7 @@ def atomic_path(target: Path) -> Iterator[Path]:
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{target.name}-"
-    _sweep(target.parent, prefix)
+    _sweep(target.parent)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=prefix, suffix=TEMPORARY_SUFFIX)
     os.close(fd)
     try:
@@ -43,17 +42,17 @@ def atomic_path(target: Path) -> Iterator[Path]:
         raise
 
 
-_SWEPT: set[tuple[Path, str]] = set()  # (folder, target) pairs this process has swept: once each, not per write
+_SWEPT: set[Path] = set()  # folders this process has swept: once each, not on every write
 
 
-def _sweep(folder: Path, prefix: str) -> None:
-    """Remove temporaries of this target that a killed writer left more than a day ago; once per target and
-    process, since listing a folder of thousands of blobs on every write would cost the square of their number."""
-    if (folder, prefix) in _SWEPT:
+def _sweep(folder: Path) -> None:
+    """Remove the temporaries killed writers left in ``folder`` more than a day ago; once per folder and process,
+    since listing a folder of thousands of blobs on every write would cost the square of their number."""
+    if folder in _SWEPT:
         return
-    _SWEPT.add((folder, prefix))
+    _SWEPT.add(folder)
     now = time.time()
-    for p in folder.glob(f"{glob.escape(prefix)}*{TEMPORARY_SUFFIX}"):
+    for p in folder.glob(f".*-{'?' * 8}{TEMPORARY_SUFFIX}"):  # only what ``atomic_path`` names: ".<target>-<8>.tmp"
         try:
             if now - p.stat().st_mtime > STALE_AFTER_S:
                 p.unlink()

@@ -62,16 +62,21 @@ def test_a_writer_killed_mid_write_leaves_nothing_a_reader_takes_for_a_table(tmp
 
 
 def test_a_dead_writers_temporary_is_swept_by_the_next_write_after_a_day(tmp_path: Path):
+    """The first write into a folder (per process) removes temporaries killed writers left there a day ago."""
     target = tmp_path / "p1.parquet"
     old = _killed_write(target)[0]
     fresh = _killed_write(target)
     fresh.remove(old)
     day_ago = time.time() - STALE_AFTER_S - 60
     os.utime(old, (day_ago, day_ago))
+    theirs = tmp_path / ".notes.tmp"  # a hidden file of someone else's, as old: not ours to remove
+    theirs.write_text("draft", encoding="utf-8")
+    os.utime(theirs, (day_ago, day_ago))
     with atomic_path(target) as tmp:
         pl.DataFrame({"chunk_id": ["a"]}).write_parquet(tmp)
     assert not old.exists()  # a killed writer's, a day old
     assert fresh[0].exists()  # maybe another process's write in progress: kept
+    assert theirs.exists()
     assert pl.read_parquet(target)["chunk_id"].to_list() == ["a"]
 
 
