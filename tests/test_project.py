@@ -63,7 +63,11 @@ def test_build_edit_status_update_query_sql_export(project: Path):
 
     with DagsterInstance.from_ref(_instance_ref(project)) as instance:
         runs = [record.dagster_run for record in instance.get_run_records()]
+        # runs the UI or a sensor queue go one per partition at a time (its re-executions of these runs too)
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
     assert sorted(r.job_name for r in runs) == ["index_partition", "publish_index"]
+    assert [r.tags.get("dagster/partition") for r in runs if r.job_name == "index_partition"] == ["space"]
     for made in runs:  # runs of the code location `mmkg ui` loads, so its job pages and timeline list them
         origin = made.remote_job_origin
         assert (origin.location_name, origin.repository_origin.repository_name) == ("pipelines.definitions",
