@@ -191,12 +191,13 @@ def ruled_tables(label: int, text: str) -> list[Table]:
 def _parts(rows: tuple[Row, ...], named: int) -> tuple[Row, ...] | None:
     """The rows right below ``rows[named]`` that add up to it, column by column (rounding allowed)."""
     whole = rows[named].values
+    slack = [max(1.0, 0.01 * abs(w)) for w in whole]  # a unit, or 1%: what rounding the parts may lose
     sums = [0.0] * len(whole)
     for j in range(named + 1, len(rows)):
         sums = [s + v for s, v in zip(sums, rows[j].values, strict=True)]
-        if j > named + 1 and all(abs(s - w) <= max(1.0, 0.01 * abs(w)) for s, w in zip(sums, whole, strict=True)):
+        if j > named + 1 and all(abs(s - w) <= e for s, w, e in zip(sums, whole, slack, strict=True)):
             return rows[named + 1 : j + 1]
-        if any(s > w + max(1.0, 0.01 * abs(w)) for s, w in zip(sums, whole, strict=True)):
+        if any(s > w + e for s, w, e in zip(sums, whole, slack, strict=True)):
             return None
     return None
 
