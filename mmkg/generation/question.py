@@ -509,7 +509,7 @@ def _analyze(text: str, doc: Any, instructions: str = "") -> QuestionAnalysis:
     superlative = ""
     if atype not in ("choice", "yes_no", "number", "date") and not options and wh in ("which", "what"):
         superlative = next(("min" if t.lower_ in _MIN_WORDS else "max" for t in tokens
-                            if t.tag_ in ("JJS", "RBS") and t.lower_ in _MIN_WORDS | _MAX_WORDS
+                            if t.tag_ in ("JJS", "RBS") and (t.lower_ in _MIN_WORDS or t.lower_ in _MAX_WORDS)
                             and t.lower_ not in _TEMPORAL), "")  # fmt: skip
     same = "same" in lower
     if same:
