@@ -86,6 +86,10 @@ def test_instructions_are_read_for_the_form_and_left_out_of_the_question():
     assert q.answer_type == "number" and q.scale == 1e6 and q.years == {2019}
     assert "Answer" not in " ".join(q.entities) and "answer" not in q.relation_words
     assert split_instructions("List the ports. Write the answer as a list.")[0] == "List the ports."
+    # an instruction in lowercase after the "?" is one too; a lowercase word after a full stop is not split off
+    assert split_instructions("what was fuel expense in 2019? round your answer to two decimal places") == (
+        "what was fuel expense in 2019?", "round your answer to two decimal places")
+    assert split_instructions("What did the Ro. answer say?")[1] == ""
 
 
 REPORT = (

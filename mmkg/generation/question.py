@@ -120,7 +120,8 @@ _ASKS_NUMBER = re.compile(r"\bround(?:ed)? (?:your|the)? ?answer|\bdecimal place
                           re.IGNORECASE)  # fmt: skip
 # "...for Netflix?Answer in millions.": a sentence glued to the one before it (no space after its end)
 _GLUED = re.compile(r"(?<=[A-Za-z0-9]{2})([?.!])(?=[A-Z][a-z])")
-_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])")
+# (after a question mark, a lowercase word may open one too: "...ratio? round your answer to three decimal")
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+(?=[A-Z\"'(])|(?<=\?)\s+(?=[a-z])")
 # a sentence that only says how to write the answer: "Answer in millions", "Round your answer to ...", "Please
 # write the answer in list format", "The answer should be formatted as ...", "Represent these two numbers as ..."
 _INSTRUCTION = re.compile(r"(?:please\s+)?(?:answer|round|write|represent|express|format|give\s+(?:the|your)\s+answer|"
