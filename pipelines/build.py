@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import sys
 import time
@@ -32,6 +33,7 @@ from mmkg.ingest.fingerprint import partition_fingerprint
 from pipelines.progress import LOGGER_KEY, Listener, listening
 
 STATE = "build_state.json"
+_log = logging.getLogger(__name__)
 INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # shipped: gpu pool limit, run monitoring, no telemetry
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
@@ -76,14 +78,75 @@ def dagster_home(data_root: Path) -> Path:
     """The data root's Dagster home, ``<data_root>/dagster_home`` (absolute), created if missing.
 
     A home without a ``dagster.yaml`` (or with an empty one) gets the shipped ``pipelines/dagster.yaml``:
-    at most one step at a time in the ``gpu`` pool, run monitoring on, no telemetry.
+    at most one step at a time in the ``gpu`` pool, queued runs one per corpus partition at a time, run
+    monitoring on, no telemetry. A home whose config is a copy an earlier release shipped, never edited, gets
+    the current one (an old data root would otherwise miss the limits added since); a config a user edited is
+    kept, with a warning naming what the shipped one sets that it lacks.
     """
     home = (data_root / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or not config.stat().st_size:  # a user's own config is never replaced
-        write_bytes(config, INSTANCE_CONFIG.read_bytes())
+    shipped = INSTANCE_CONFIG.read_bytes()
+    marker = home / SHIPPED_MARKER
+    current = config.read_bytes() if config.exists() else b""
+    if not current.strip() or (current != shipped and _sha256(current) in _shipped_before(marker)):
+        write_bytes(config, shipped)  # a user's own config is never replaced
+        write_bytes(marker, f"{_sha256(shipped)}\n".encode())
+        if current.strip():
+            _log.info("%s: replaced the instance config an earlier mmkg shipped with the current one", config)
+    elif current != shipped:
+        missing = _missing_settings(current, shipped)
+        if missing:
+            _log.warning("%s is your own and lacks what mmkg's shipped config (%s) sets: %s; copy them over to "
+                         "get them", config, INSTANCE_CONFIG, ", ".join(missing))  # fmt: skip
     return home
+
+
+#: beside a home's ``dagster.yaml``: the sha256 of the shipped config written there, so a later release knows the
+#: copy is untouched and may replace it
+SHIPPED_MARKER = ".mmkg-shipped-config"
+#: the sha256 of each ``pipelines/dagster.yaml`` released before the marker existed (commits c666fdc, 1b84469,
+#: 35ae4d7)
+_SHIPPED_BEFORE = frozenset({
+    "ec8eb1bd05a2a6baa31a38a5217be806c3b6143a33e92098b69bc8396c433ea9",
+    "f81bf3e2d45c9a425aa4ffeecfd9a14d1818e19b19a6b0ff654b6b7631f29939",
+    "ef5ffbeae1e305a10087847107e2706ec5cf3d0f9ae07e1b9b0ae37f0b0a870c",
+})  # fmt: skip
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _shipped_before(marker: Path) -> set[str]:
+    """The hashes of configs mmkg shipped: the known releases and the one the marker records for this home."""
+    try:
+        recorded = marker.read_text(encoding="utf-8").split()
+    except OSError:
+        recorded = []
+    return {*_SHIPPED_BEFORE, *recorded}
+
+
+def _missing_settings(own: bytes, shipped: bytes) -> list[str]:
+    """The dotted keys (two levels deep) the shipped config sets and ``own`` does not; [] when ``own`` is no
+    YAML mapping (Dagster itself says what is wrong with it when the instance loads)."""
+    import yaml
+
+    try:
+        mine, ours = yaml.safe_load(own), yaml.safe_load(shipped)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(mine, dict) or not isinstance(ours, dict):
+        return []
+    out = []
+    for key, value in ours.items():
+        if key not in mine:
+            out.append(key)
+        elif isinstance(value, dict) and isinstance(mine[key], dict):
+            out += [f"{key}.{sub}" for sub in value if sub not in mine[key]]
+    return out
 
 
 def dagster_instance(data_root: Path):
