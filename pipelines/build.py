@@ -19,11 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ from pipelines.progress import LOGGER_KEY, Listener, listening
 
 STATE = "build_state.json"
 _log = logging.getLogger(__name__)
+RUN_PID_TAG, RUN_HOST_TAG = "mmkg/pid", "mmkg/host"  # on the runs an mmkg process runs in-process
 INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # shipped: gpu pool limit, run monitoring, no telemetry
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
@@ -200,7 +204,8 @@ def launch_in_process(instance, job_name: str, run_config: dict, partition_key: 
     repository = defs.get_repository_def().name
     code = ReconstructableRepository.for_module(CODE_LOCATION, "defs", str(Path.cwd()))
     origin = RemoteRepositoryOrigin(code_location_origin(), repository)
-    tags = {**job.run_tags, **(job.get_tags_for_partition_key(partition_key, None) if partition_key else {})}
+    tags = {**job.run_tags, **(job.get_tags_for_partition_key(partition_key, None) if partition_key else {}),
+            RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}  # fmt: skip
     run = instance.create_run_for_job(
         job_def=job,
         run_config=run_config,
@@ -209,6 +214,59 @@ def launch_in_process(instance, job_name: str, run_config: dict, partition_key: 
         job_code_origin=code.get_reconstructable_job(job_name).get_python_origin(),
     )
     return execute_run(InMemoryJob(job), run, instance, raise_on_error=False)
+
+
+class PartitionBusy(RuntimeError):
+    """A run this build did not start is writing a partition the build would write (a run from the UI)."""
+
+
+def _clear_partitions(instance, keys: list[str], data_root: Path) -> None:
+    """Raise ``PartitionBusy`` when a run that is still going writes one of ``keys``.
+
+    The UI's queue runs one run per partition at a time, counting the CLI's runs (they carry the partition tag),
+    so a queued run waits for a build; a build, run in this process, does not queue, so it checks here. A run an
+    mmkg process started (the pid and host tags) whose process is gone, killed mid-build, is marked failed and
+    no longer counts; a run the UI, a sensor or a schedule started cannot be told dead from here, and is named
+    with what to do.
+    """
+    from dagster import RunsFilter
+    from dagster._core.storage.dagster_run import ACTIVE_RUN_STATUSES
+
+    if not keys:
+        return
+    records = instance.get_run_records(RunsFilter(statuses=ACTIVE_RUN_STATUSES, tags={"dagster/partition": keys}))
+    busy = []
+    for record in records:
+        run = record.dagster_run
+        pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
+        if pid and host == socket.gethostname() and not _alive(int(pid)):
+            instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone (found by a later build)")
+        else:
+            busy.append(record)
+    if not busy:
+        return
+    run = busy[0].dagster_run
+    at = busy[0].start_time or busy[0].create_timestamp.timestamp()
+    started = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    pid = run.tags.get(RUN_PID_TAG)
+    who = f"mmkg process {pid} on {run.tags.get(RUN_HOST_TAG)}" if pid else "the Dagster UI, a sensor or a schedule"
+    more = f" and {len(busy) - 1} more run(s)" if len(busy) > 1 else ""
+    raise PartitionBusy(
+        f"partition {run.tags.get('dagster/partition')!r} is being written by run {run.run_id[:8]} ({run.job_name}, "
+        f"started {started} by {who}){more}: two runs of one partition would write its tables at once. Wait for "
+        f"it to finish, or terminate it in `mmkg ui --data-root {data_root}` (Runs, the run, Terminate), then "
+        f"build again"
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
@@ -376,6 +434,7 @@ def _build_index(
                 secs = ev.event_specific_data.duration_ms / 1000
                 report.steps[ev.step_key] = report.steps.get(ev.step_key, 0.0) + secs
 
+    _clear_partitions(instance, run_keys, data_root)
     t_all = time.perf_counter()
     with (
         PeakMemory() as mem,

@@ -443,3 +443,36 @@ def test_a_bad_config_file_is_named(tmp_path: Path):
     (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
     out = run(tmp_path, "index", "status", check=False)
     assert out.returncode == 2 and "corpus_rot" in out.stderr and "corpus_root" in out.stderr
+
+
+def test_a_build_leaves_a_partition_a_live_run_writes_and_clears_a_dead_ones_run(tmp_path: Path):
+    """A run the UI started on a partition (STARTED in the data root's instance) stops a CLI build of that partition
+    with the run named and what to do; a run an mmkg process started whose process is gone is marked failed, and
+    the build goes on."""
+    import socket
+
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.storage.dagster_run import DagsterRun, make_new_run_id
+
+    project = tmp_path / "kb"
+    run(tmp_path, "init", "kb")
+    run(project, "index", "build")
+    (project / "corpus" / "space" / "note.md").write_text("# Hubble\n\nHubble was launched in 1990.\n")
+    run_id = make_new_run_id()
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        instance.add_run(DagsterRun(job_name="index_partition", run_id=run_id, status=DagsterRunStatus.STARTED,
+                                    tags={"dagster/partition": "space"}))  # fmt: skip
+    busy = run(project, "index", "update", check=False)
+    assert busy.returncode == 1, busy.stdout + busy.stderr
+    said = " ".join(busy.stderr.split())
+    assert f"run {run_id[:8]}" in said and "'space'" in said and "Dagster UI" in said and "Terminate" in said, said
+    dead_pid = subprocess.Popen(["true"])  # a process that has ended: its pid names no live process
+    dead_pid.wait()
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        instance.add_run_tags(run_id, {"mmkg/pid": str(dead_pid.pid), "mmkg/host": socket.gethostname()})
+    out = run(project, "index", "update")
+    assert "published" in out.stdout
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+        ours = [r.dagster_run for r in instance.get_run_records() if r.dagster_run.run_id != run_id]
+    assert ours and all(r.tags.get("mmkg/pid") and r.tags.get("mmkg/host") for r in ours)  # the CLI's runs say whose
