@@ -23,6 +23,12 @@ chunk, as the eval harness does):
   at least ``nu`` times its page BM25 score against the best (``page text``), or that much more (``page
   text, added``).
 
+- **sentence facets** (ColBERT's late interaction, with the index's sentence vectors as the document side): the
+  question's noun phrases (its stop words and words such as "page" or "document" left out) and content verbs
+  are embedded one by one; a page scores each facet's best cosine over the page's sentences, averaged over the
+  facets, and gets ``phi`` times that (min-max scaled over the pages) added;
+- **question's best sentence**: the same with the whole question as the one facet (``psi``).
+
 Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
 """
 
@@ -122,6 +128,47 @@ def _lent(hits: list[Hit], defined: dict, gamma: float, top: int = 5) -> dict:
     return out
 
 
+_FACET_STOP = {"document", "page", "paper", "report", "slide", "slides", "figure", "answer", "format", "list",
+               "decimal", "places", "what", "which", "who", "how"}  # fmt: skip
+
+
+def _facets(nlp, question: str) -> list[str]:
+    """The question's noun phrases without stop words, then its content verbs' lemmas."""
+    doc = nlp(question)
+    out = []
+    for chunk in doc.noun_chunks:
+        words = [t.text for t in chunk if not t.is_stop and t.is_alpha and t.lower_ not in _FACET_STOP]
+        if words:
+            out.append(" ".join(words))
+    out += [t.lemma_ for t in doc if t.pos_ == "VERB" and not t.is_stop]
+    return list(dict.fromkeys(out)) or [question]
+
+
+def _sentence_pages(idx, question: str, doc_ids: list[str], nlp, row_page: list) -> tuple[dict, dict]:
+    """(facets, whole): per page, the facets' mean best sentence cosine, and the whole question's best."""
+    import numpy as np
+
+    facets = _facets(nlp, question)
+    best: list[dict] = []
+    for vec in idx.encode_texts([*facets, question]):
+        rows, cos = idx.cosines_for_docs("sentences", vec, doc_ids)
+        top: dict = {}
+        for r, c in zip(rows.tolist(), cos.tolist(), strict=True):
+            key = row_page[r]
+            if key is not None and c > top.get(key, -1.0):
+                top[key] = c
+        best.append(top)
+    pages = set().union(*best[:-1])
+    return {k: float(np.mean([b.get(k, 0.0) for b in best[:-1]])) for k in pages}, best[-1]
+
+
+def _scaled(scores: dict, weight: float) -> dict:
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    return {k: weight * (v - lo) / (hi - lo + 1e-9) for k, v in scores.items()}
+
+
 def main(
     index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
@@ -149,14 +196,25 @@ def main(
             defined[(Path(path).name, kind, m.group(2).lower())].add(page)
     keys, pictures = _picture_pages(idx, ocr_cache or index.parent / "blobs" / "ocr")
     page_keys, page_lex = _page_texts(idx)
-    runs: dict[str, list[tuple[list[Hit], tuple[str, ...], str, str]]] = {"document": [], "corpus": []}
+    from mmkg.nlp import load_pipeline
+    from mmkg.settings import get_settings
+
+    nlp = load_pipeline(get_settings().spacy_model)
+    located = idx.chunks.select("chunk_id", "source_path", "page").iter_rows()
+    chunk_page = {c: (Path(sp).name, pg) for c, sp, pg in located}
+    sentence_chunk = dict(idx.sentences.select("sentence_id", "chunk_id").iter_rows())
+    row_page = [chunk_page.get(sentence_chunk.get(i)) for i in idx.meta["sentences"]["id"].to_list()]
+    all_docs = [d for ids in docs.values() for d in ids]
+    Run = tuple[list[Hit], tuple[str, ...], str, str | None, tuple[dict, dict]]
+    runs: dict[str, list[Run]] = {"document": [], "corpus": []}
     for q in ds.questions:
         if not q.answerable:
             continue
         for scope, filters in (("document", {"doc_id": docs[q.doc]}), ("corpus", None)):
             res = retrieve(idx, text=q.question, k=depth, filters=filters)
             hits = [(Path(c.source_path).name, c.page, c.score, c.text) for c in res.chunks]
-            runs[scope].append((hits, q.relevant, q.question, q.doc if scope == "document" else None))
+            dense = _sentence_pages(idx, q.question, docs[q.doc] if filters else all_docs, nlp, row_page)
+            runs[scope].append((hits, q.relevant, q.question, q.doc if scope == "document" else None, dense))
     settings = [("best chunk (today)", {}), *((f"several chunks, alpha {a}", {"alpha": a}) for a in (0.2, 0.4, 0.6)),
                 *((f"reading order, beta {b}", {"beta": b}) for b in (0.1, 0.2, 0.3)),
                 ("alpha 0.6 + beta 0.1", {"alpha": 0.6, "beta": 0.1}),
@@ -164,7 +222,9 @@ def main(
                 *((f"document prior, mu {m}", {"mu": m}) for m in (0.1, 0.2, 0.4)),
                 *((f"picture text, lam {m}", {"lam": m}) for m in (0.5, 0.7, 0.9)),
                 *((f"page text, nu {m}", {"nu": m}) for m in (0.5, 0.7, 0.9)),
-                *((f"page text, added, nu {m}", {"nu": m, "add": True}) for m in (0.1, 0.2, 0.4))]  # fmt: skip
+                *((f"page text, added, nu {m}", {"nu": m, "add": True}) for m in (0.1, 0.2, 0.4)),
+                *((f"sentence facets, phi {m}", {"phi": m}) for m in (0.1, 0.2, 0.4)),
+                *((f"best sentence, psi {m}", {"psi": m}) for m in (0.1, 0.2, 0.4))]  # fmt: skip
     print(f"{index}: {len(runs['document'])} answerable questions, top {depth} chunks of the default strategy; "
           f"{len(keys)} pages with picture text")
     print(f"{'setting':28} {'doc R@1':>8} {'doc R@5':>8} {'corpus R@1':>11} {'corpus R@5':>11}")
@@ -172,7 +232,7 @@ def main(
         row = []
         for scope in ("document", "corpus"):
             r1 = r5 = 0.0
-            for hits, relevant, question, doc in runs[scope]:
+            for hits, relevant, question, doc, (facets, whole) in runs[scope]:
                 lent = _lent(hits, defined, kw["gamma"]) if "gamma" in kw else None
                 if "lam" in kw:
                     lent = _lexical_pages(question, doc, keys, pictures, kw["lam"])
@@ -180,6 +240,8 @@ def main(
                 if "nu" in kw:
                     page = _lexical_pages(question, doc, page_keys, page_lex, kw["nu"])
                     lent, added = (None, page) if kw.get("add") else (page, None)
+                if "phi" in kw or "psi" in kw:
+                    added = _scaled(facets, kw["phi"]) if "phi" in kw else _scaled(whole, kw["psi"])
                 ranked = _pages(hits, kw.get("alpha", 0.0), kw.get("beta", 0.0), lent, kw.get("mu", 0.0), added)
                 r1 += recall_at_k(ranked, relevant, 1)
                 r5 += recall_at_k(ranked, relevant, 5)
