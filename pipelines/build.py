@@ -98,7 +98,10 @@ def dagster_home(data_root: Path) -> Path:
         write_bytes(marker, f"{_sha256(shipped)}\n".encode())
         if current.strip():
             _log.info("%s: replaced the instance config an earlier mmkg shipped with the current one", config)
-    elif current != shipped:
+    elif current == shipped:
+        if _sha256(shipped) not in _shipped_before(marker):  # the shipped config, written by hand: untouched too
+            write_bytes(marker, f"{_sha256(shipped)}\n".encode())
+    else:
         missing = _missing_settings(current, shipped)
         if missing:
             _log.warning("%s is your own and lacks what mmkg's shipped config (%s) sets: %s; copy them over to "
@@ -225,9 +228,9 @@ def _clear_partitions(instance, keys: list[str], data_root: Path) -> None:
 
     The UI's queue runs one run per partition at a time, counting the CLI's runs (they carry the partition tag),
     so a queued run waits for a build; a build, run in this process, does not queue, so it checks here. A run an
-    mmkg process started (the pid and host tags) whose process is gone, killed mid-build, is marked failed and
-    no longer counts; a run the UI, a sensor or a schedule started cannot be told dead from here, and is named
-    with what to do.
+    mmkg process started (the pid and host tags) whose process is gone, killed mid-build, or is this one (a
+    build it gave up, the lock held now), is marked failed and no longer counts; a run the UI, a sensor or a
+    schedule started cannot be told dead from here, and is named with what to do.
     """
     from dagster import RunsFilter
     from dagster._core.storage.dagster_run import ACTIVE_RUN_STATUSES
@@ -238,9 +241,11 @@ def _clear_partitions(instance, keys: list[str], data_root: Path) -> None:
     busy = []
     for record in records:
         run = record.dagster_run
-        pid, host = run.tags.get(RUN_PID_TAG), run.tags.get(RUN_HOST_TAG)
-        if pid and host == socket.gethostname() and not _alive(int(pid)):
-            instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone (found by a later build)")
+        pid, host = run.tags.get(RUN_PID_TAG, ""), run.tags.get(RUN_HOST_TAG)
+        if pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            # gone, or this process's own run left STARTED by a build it gave up (it holds the build lock now)
+            instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone or gave it up (found by a "
+                                            f"later build)")  # fmt: skip
         else:
             busy.append(record)
     if not busy:

@@ -1,14 +1,19 @@
-"""The data root's Dagster instance config: shipped when missing, upgraded while untouched, a user's own kept."""
+"""The data root's Dagster instance: its config shipped when missing, upgraded while untouched, a user's own kept;
+and the runs in it that a build checks before it writes a partition."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import re
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from pipelines.build import INSTANCE_CONFIG, SHIPPED_MARKER, dagster_home
+from pipelines.build import INSTANCE_CONFIG, SHIPPED_MARKER, PartitionBusy, _clear_partitions, dagster_home
 
 OLD_SHIPPED = Path(__file__).parent / "data" / "dagster_yaml_1b84469.yaml"  # pipelines/dagster.yaml at 1b84469
 
@@ -29,6 +34,14 @@ def test_a_new_home_gets_the_shipped_config_and_remembers_it(tmp_path: Path):
     assert (home / "dagster.yaml").read_bytes() == INSTANCE_CONFIG.read_bytes()
     assert (home / SHIPPED_MARKER).read_text().strip() == hashlib.sha256(INSTANCE_CONFIG.read_bytes()).hexdigest()
     assert PARTITION_LIMIT in _limits(home)
+
+
+def test_the_shipped_config_copied_by_hand_is_marked_untouched(tmp_path: Path):
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_bytes(INSTANCE_CONFIG.read_bytes())
+    dagster_home(tmp_path)
+    assert (home / SHIPPED_MARKER).read_text().strip() == hashlib.sha256(INSTANCE_CONFIG.read_bytes()).hexdigest()
 
 
 def test_an_untouched_copy_an_earlier_release_shipped_is_upgraded(tmp_path: Path):
@@ -70,3 +83,42 @@ def test_a_users_own_config_is_kept_and_what_it_lacks_is_named(tmp_path: Path, c
     (home / "dagster.yaml").write_bytes(b"")  # an empty config is no config: the shipped one is written
     dagster_home(tmp_path)
     assert (home / "dagster.yaml").read_bytes() == INSTANCE_CONFIG.read_bytes()
+
+
+def test_a_build_checks_the_runs_writing_its_partitions(tmp_path: Path):
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.instance.ref import InstanceRef
+    from dagster._core.storage.dagster_run import DagsterRun, make_new_run_id
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()  # its pid names no live process
+    alive = subprocess.Popen(["sleep", "60"])
+    here = socket.gethostname()
+    home = dagster_home(tmp_path)
+    try:
+        with DagsterInstance.from_ref(InstanceRef.from_dir(str(home))) as instance:
+
+            def add(partition: str, status: DagsterRunStatus, **tags: str) -> str:
+                run_id = make_new_run_id()
+                instance.add_run(DagsterRun(job_name="index_partition", run_id=run_id, status=status,
+                                            tags={"dagster/partition": partition, **tags}))  # fmt: skip
+                return run_id
+
+            dead = add("a", DagsterRunStatus.STARTED, **{"mmkg/pid": str(ended.pid), "mmkg/host": here})
+            mine = add("a", DagsterRunStatus.STARTED, **{"mmkg/pid": str(os.getpid()), "mmkg/host": here})
+            done = add("a", DagsterRunStatus.SUCCESS)
+            other = add("b", DagsterRunStatus.STARTED)  # another partition: not this build's business
+            _clear_partitions(instance, ["a"], tmp_path)  # nothing live writes "a"
+            status = {r: instance.get_run_by_id(r).status for r in (dead, mine, done, other)}
+            assert status == {dead: DagsterRunStatus.FAILURE, mine: DagsterRunStatus.FAILURE,
+                              done: DagsterRunStatus.SUCCESS, other: DagsterRunStatus.STARTED}  # fmt: skip
+            with pytest.raises(PartitionBusy, match=r"partition 'b' .* by the Dagster UI, a sensor or a schedule"):
+                _clear_partitions(instance, ["a", "b"], tmp_path)
+            live = add("c", DagsterRunStatus.STARTED, **{"mmkg/pid": str(alive.pid), "mmkg/host": here})
+            said = rf"run {live[:8]} .* by mmkg process {alive.pid} on {re.escape(here)}"
+            with pytest.raises(PartitionBusy, match=said):
+                _clear_partitions(instance, ["c"], tmp_path)
+            assert instance.get_run_by_id(live).status == DagsterRunStatus.STARTED  # a live one is left alone
+    finally:
+        alive.kill()
+        alive.wait()
