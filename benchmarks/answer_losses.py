@@ -1,0 +1,134 @@
+"""Where the reader loses MMLongBench-Doc answers: page, written, candidate, chosen, answered.
+
+    .venv/bin/python benchmarks/answer_losses.py --index /tmp/s17/dev/index
+    .venv/bin/python benchmarks/answer_losses.py --index /tmp/s17/val/index \\
+        --dataset ../shared/datasets/mmlongbench-val --questions questions_val.json
+
+Per answerable question with a single written answer (``answer_format`` Str, Int or Float; lists and "Not
+answerable" left out), the evidence is gathered and read as ``mmkg ask`` does it within the question's document
+(k 8, budget 1,500 tokens), and the question counts at each stage it reaches:
+
+- **page**: a gold evidence page is among the pages of the chunks the reader sees;
+- **written**: the gold is written in that context (a number within 1%, or as a percentage either way; a string
+  after lower-casing and dropping punctuation), so a reader that copies could answer it; integers up to 12 are
+  counted apart (**small**), since nearly any page holds them;
+- **candidate**: a span candidate the reader scored (every one, not only the five it reports) scores as the gold
+  by the benchmark's rule; where it stands among them is tallied (first, 2-4, 5 or below);
+- **chosen**: the reader's best answer scores, declined or not (its guess when it declined);
+- **answered**: the answer it gives scores (a declined one says "Not answerable" and scores 0).
+
+Answers by other methods than the span reader (arithmetic, lookups, counts) count as chosen and answered when
+they score, and as candidates only through the span reader. Prints counts only, never a question, so it can
+run on validation questions nobody reads.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DATASET = Path(__file__).resolve().parent.parent.parent / "shared/datasets/mmlongbench-dev"
+FORMATS = ("Str", "Int", "Float")
+SMALL = 12  # integers up to this are on nearly every page
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _numbers(text: str) -> set[float]:
+    out = set()
+    for token in _NUMBER.findall(text):
+        try:
+            out.add(float(token.replace(",", "")))
+        except ValueError:
+            continue
+    return out
+
+
+def _written(gold: str, context: str, fmt: str) -> bool:
+    if fmt in ("Int", "Float"):
+        try:
+            value = float(gold.replace("%", "").replace(",", "").strip())
+        except ValueError:
+            return False
+        return any(abs(n - value) <= 0.01 * abs(value) + 1e-9 or abs(n - value * 100) < 1e-6
+                   or abs(n - value / 100) < 1e-9 for n in _numbers(context))  # fmt: skip
+    words, text = (re.sub(r"[^\w]+", " ", t.lower()).strip() for t in (gold, context))
+    return bool(words) and f" {words} " in f" {text} "
+
+
+def _small(gold: str, fmt: str) -> bool:
+    try:
+        value = float(gold.replace("%", "").replace(",", "").strip())
+    except ValueError:
+        return False
+    return fmt in ("Int", "Float") and value == int(value) and 0 <= value <= SMALL
+
+
+def main(
+    index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
+    dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
+    questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
+) -> None:
+    from mmkg.eval.answer_scoring import score
+    from mmkg.eval.datasets import MMLongBench
+    from mmkg.generation import reader as reading
+    from mmkg.generation.answer import prepare, retrieve
+    from mmkg.index import Index
+
+    seen: list[tuple[str, list]] = []  # (question text, candidates) of every candidates() call
+    original = reading.Reader.candidates
+
+    def spy(self, q, sentences, value_type, result=None, limit=reading.MAX_SENTENCES):  # type: ignore[no-untyped-def]
+        out = original(self, q, sentences, value_type, result, limit)
+        seen.append((q.text, out))
+        return out
+
+    reading.Reader.candidates = spy  # type: ignore[method-assign]  # observe every candidate, not the five kept
+    ds = MMLongBench.load(dataset / "documents", dataset / questions).dataset
+    idx = Index.open(index)
+    docs: dict[str, list[str]] = {}
+    for doc_id, path in idx.documents.select("doc_id", "source_path").iter_rows():
+        docs.setdefault(Path(path).name, []).append(doc_id)
+    counts: dict[str, Counter] = {fmt: Counter() for fmt in (*FORMATS, "all")}
+    for q in ds.questions:
+        fmt = q.answer_format
+        if fmt not in FORMATS or q.answer is None:
+            continue
+        gold = str(q.answer)
+        seen.clear()
+        result = retrieve(idx, q.question, k=8, filters={"doc_id": docs[q.doc]})
+        request, ctx, _ = prepare(result, q.question, budget=1500)
+        r = request.reading
+        pages = {f"{Path(e.source_path).name}#{e.page}" for e in ctx.evidence if e.kind == "chunk"}
+        ours = [cands for text, cands in seen if text == request.analysis.text]
+        ranks = [i for i, c in enumerate(ours[-1] if ours else []) if score(gold, c.text, fmt) >= 0.5]
+        stages = {
+            "n": True,
+            "page": bool(pages & set(q.relevant)),
+            "written": _written(gold, ctx.text, fmt),
+            "small": _small(gold, fmt),
+            "candidate": bool(ranks),
+            "first": bool(ranks) and ranks[0] == 0,
+            "rank 2-4": bool(ranks) and 1 <= ranks[0] <= 3,
+            "rank 5+": bool(ranks) and ranks[0] >= 4,
+            "chosen": score(gold, r.guess if r.abstained else r.text, fmt) >= 0.5,
+            "answered": not r.abstained and score(gold, r.text, fmt) >= 0.5,
+        }
+        for key, hit in stages.items():
+            counts[fmt][key] += hit
+            counts["all"][key] += hit
+    columns = ("n", "page", "written", "small", "candidate", "first", "rank 2-4", "rank 5+", "chosen", "answered")
+    print(f"{index}: answerable Str/Int/Float questions, the context `mmkg ask` reads within the document")
+    print(f"{'format':8}" + "".join(f"{c:>11}" for c in columns))
+    for fmt, c in counts.items():
+        print(f"{fmt:8}" + "".join(f"{c[col]:>11}" for col in columns))
+
+
+if __name__ == "__main__":
+    typer.run(main)
