@@ -65,6 +65,7 @@ class BuildReport:
     skipped: list[str] = field(default_factory=list)  # stale_only: partitions already up to date
     stale: dict[str, str] = field(default_factory=dict)  # stale_only: partition -> why it ran
     cold: bool = False  # the model caches were cleared first: stage times of a fresh build
+    notes: list[str] = field(default_factory=list)  # what the user should act on (an own instance config lacking ...)
 
     @property
     def documents_per_s(self) -> float:
@@ -101,12 +102,25 @@ def dagster_home(data_root: Path) -> Path:
     elif current == shipped:
         if _sha256(shipped) not in _shipped_before(marker):  # the shipped config, written by hand: untouched too
             write_bytes(marker, f"{_sha256(shipped)}\n".encode())
-    else:
-        missing = _missing_settings(current, shipped)
-        if missing:
-            _log.warning("%s is your own and lacks what mmkg's shipped config (%s) sets: %s; copy them over to "
-                         "get them", config, INSTANCE_CONFIG, ", ".join(missing))  # fmt: skip
+    elif note := instance_config_note(home):
+        _log.warning("%s", note)
     return home
+
+
+def instance_config_note(home: Path) -> str:
+    """What an instance config a user edited lacks of the shipped one, in words ("" when nothing, or when the
+    config is the shipped one)."""
+    config = home / "dagster.yaml"
+    try:
+        own = config.read_bytes()
+    except OSError:
+        return ""
+    shipped = INSTANCE_CONFIG.read_bytes()
+    missing = _missing_settings(own, shipped) if own != shipped else []
+    if not missing:
+        return ""
+    return (f"{config} is your own and lacks what mmkg's shipped config ({INSTANCE_CONFIG}) sets: "
+            f"{', '.join(missing)}; copy them over to get them")  # fmt: skip
 
 
 #: beside a home's ``dagster.yaml``: the sha256 of the shipped config written there, so a later release knows the
@@ -405,6 +419,8 @@ def _build_index(
     for gone in sorted(known - set(list_partitions(corpus_root))):  # folders removed since: not in the next publish
         instance.delete_dynamic_partition("corpus", gone)
     report = BuildReport(str(corpus_root), str(data_root), "", cold=cold)
+    if note := instance_config_note((data_root / "dagster_home").resolve()):
+        report.notes.append(note)
     run_keys = keys
     if stale_only:
         from pipelines.records import publish_check, stale_partitions

@@ -476,3 +476,11 @@ def test_a_build_leaves_a_partition_a_live_run_writes_and_clears_a_dead_ones_run
         assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
         ours = [r.dagster_run for r in instance.get_run_records() if r.dagster_run.run_id != run_id]
     assert ours and all(r.tags.get("mmkg/pid") and r.tags.get("mmkg/host") for r in ours)  # the CLI's runs say whose
+    # an instance config its owner edited, without the per-partition run limit, is kept and named at each build
+    config = project / ".mmkg" / "dagster_home" / "dagster.yaml"
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text[: text.index("  runs:")] + text[text.index("run_monitoring:"):], encoding="utf-8")
+    (project / "corpus" / "space" / "note.md").write_text("# Hubble\n\nHubble was launched in April 1990.\n")
+    edited = run(project, "index", "update")
+    assert "note:" in edited.stderr and "concurrency.runs" in edited.stderr, edited.stderr
+    assert "tag_concurrency_limits" not in config.read_text(encoding="utf-8")  # the owner's copy, kept

@@ -229,6 +229,8 @@ class _NoPipelines(Exception):
 def _build_summary(report, data_root: Path) -> None:
     import polars as pl
 
+    for note in report.notes:
+        err_console.print(f"[yellow]note:[/] {note}")
     if report.reused:
         console.print(f"[green]up to date[/]: index {report.index_version} covers the corpus as it is; "
                       "nothing to build (--force builds anyway)")  # fmt: skip
