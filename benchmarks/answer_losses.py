@@ -17,6 +17,10 @@ answerable" left out), the evidence is gathered and read as ``mmkg ask`` does it
 - **chosen**: the reader's best answer scores, declined or not (its guess when it declined);
 - **answered**: the answer it gives scores (a declined one says "Not answerable" and scores 0).
 
+With ``--shapes``, it also tallies what the Str golds look like where they are written in the context and no
+candidate scores as them: a whole line of the context (a heading, a label), a noun phrase of spaCy's parse of
+the lines holding it, one word, and the answer type the question analysis gave. Counts only, again.
+
 Answers by other methods than the span reader (arithmetic, lookups, counts) count as chosen and answered when
 they score, and as candidates only through the span reader. Prints counts only, never a question, so it can
 run on validation questions nobody reads.
@@ -74,6 +78,7 @@ def main(
     index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
     questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
+    shapes: Annotated[bool, typer.Option(help="Also tally the shapes of Str golds written but no candidate.")] = False,
 ) -> None:
     from mmkg.eval.answer_scoring import score
     from mmkg.eval.datasets import MMLongBench
@@ -96,6 +101,7 @@ def main(
     for doc_id, path in idx.documents.select("doc_id", "source_path").iter_rows():
         docs.setdefault(Path(path).name, []).append(doc_id)
     counts: dict[str, Counter] = {fmt: Counter() for fmt in (*FORMATS, "all")}
+    missed: Counter = Counter()
     for q in ds.questions:
         fmt = q.answer_format
         if fmt not in FORMATS or q.answer is None:
@@ -123,11 +129,39 @@ def main(
         for key, hit in stages.items():
             counts[fmt][key] += hit
             counts["all"][key] += hit
+        if shapes and fmt == "Str" and stages["written"] and not stages["candidate"]:
+            missed.update(_shape(gold, ctx.text, request.analysis.answer_type))
     columns = ("n", "page", "written", "small", "candidate", "first", "rank 2-4", "rank 5+", "chosen", "answered")
     print(f"{index}: answerable Str/Int/Float questions, the context `mmkg ask` reads within the document")
     print(f"{'format':8}" + "".join(f"{c:>11}" for c in columns))
     for fmt, c in counts.items():
         print(f"{fmt:8}" + "".join(f"{c[col]:>11}" for col in columns))
+    if shapes:
+        print(f"Str golds written in the context that no candidate scores as ({missed['n']}):")
+        for key, n in sorted(missed.items()):
+            if key != "n":
+                print(f"  {key:32}{n:>5}")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^\w]+", " ", text.lower()).strip()
+
+
+def _shape(gold: str, context: str, answer_type: str) -> list[str]:
+    """The tallies one missed Str gold adds: whole line, noun phrase, one word, the analysis's answer type."""
+    from mmkg.nlp import load_pipeline
+    from mmkg.settings import get_settings
+
+    g = _norm(gold)
+    lines = [line for line in context.split("\n") if f" {g} " in f" {_norm(line)} "]
+    nlp = load_pipeline(get_settings().spacy_model)
+    phrase = any(_norm(chunk.text).removeprefix("the ").removeprefix("a ") == g
+                 for doc in nlp.pipe(line[:1000] for line in lines[:5]) for chunk in doc.noun_chunks)  # fmt: skip
+    out = ["n", f"answer type {answer_type}"]
+    out += ["a whole line"] * any(_norm(line) == g for line in lines)
+    out += ["a noun phrase of the parse"] * phrase
+    out += ["one word"] * (len(g.split()) == 1)
+    return out
 
 
 if __name__ == "__main__":
