@@ -62,7 +62,7 @@ def _written(gold: str, context: str, fmt: str) -> bool:
             return False
         return any(abs(n - value) <= 0.01 * abs(value) + 1e-9 or abs(n - value * 100) < 1e-6
                    or abs(n - value / 100) < 1e-9 for n in _numbers(context))  # fmt: skip
-    words, text = (re.sub(r"[^\w]+", " ", t.lower()).strip() for t in (gold, context))
+    words, text = _norm(gold), _norm(context)
     return bool(words) and f" {words} " in f" {text} "
 
 
