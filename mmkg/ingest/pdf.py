@@ -3,7 +3,9 @@
 The page's tables (``mmkg.ingest.pdf_tables``, over pdfplumber) follow its text, one row per paragraph with
 its column headers, row label and caption ("Net income | 2015: $122,641 | 2014: $266,799"), so retrieval
 and the reader see each cell with the labels that say what it is. The flattened cells stay in the page
-text where pdfium put them; ``Limits.pdf_tables`` turns the rows off.
+text where pdfium put them; ``Limits.pdf_tables`` turns the rows off. pdfplumber parses only the pages
+pdfium says may hold a table (``mmkg.ingest.pdf_table_pages``): its parse of every page was most of the
+reading's time.
 
 Pages keep their 1-based number through ``page_starts``. An embedded image is placed at the text
 offset of the nearest character on its page, so it attaches to the chunk it sits next to. A page
@@ -27,6 +29,7 @@ import pypdfium2.raw as pdfium_c
 
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument
 from mmkg.ingest.pdf_drawings import outlined_glyphs, render_drawing
+from mmkg.ingest.pdf_table_pages import may_hold_table
 from mmkg.ingest.pdf_tables import page_tables, render
 
 TABLE_BREAK = "\n\n"  # between a page's text and its table rows, and between rows: each row is a paragraph
@@ -58,6 +61,15 @@ def _table_rows(plumber: Any, index: int, rel: str, rejections: list[Rejection])
         rejections.append(Rejection(rel, f"page {index + 1}: tables not read ({type(exc).__name__}: {exc})",
                                     f"page {index + 1}", stage="tables"))  # fmt: skip
         return []
+
+
+def _may_hold_table(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> bool:
+    """Whether pdfplumber should parse the page for tables (``mmkg.ingest.pdf_table_pages``); where pdfium
+    cannot walk the page's objects, it is parsed anyway (and any failure there recorded by ``_table_rows``)."""
+    try:
+        return may_hold_table(page, textpage)
+    except (pdfium.PdfiumError, ValueError, OSError):
+        return True
 
 
 def _nearest_char(textpage: pdfium.PdfTextPage, n_chars: int, box: tuple[float, float, float, float]) -> int | None:
@@ -148,6 +160,8 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             norm = raw.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
             text = norm.strip("\n ")
             lead = len(norm) - len(norm.lstrip("\n "))
+            # asked before the drawing render below takes the page's text objects out
+            tables_here = plumber is not None and bool(text) and _may_hold_table(page, textpage)
             for k, obj in enumerate(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3)):
                 if len(images) >= limits.max_images_per_document:  # decoded pictures are held until stored
                     skipped_images += 1
@@ -182,7 +196,7 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
             elif limits.min_outlined_glyphs:
                 skipped_images += _drawing(page, textpage, rel, page_no, offset, limits, images, rejections)
-            rows = _table_rows(plumber, index, rel, rejections) if plumber is not None and text else []
+            rows = _table_rows(plumber, index, rel, rejections) if tables_here else []
             if rows:
                 text = TABLE_BREAK.join([text, *rows])
             texts.append(text)
