@@ -11,7 +11,7 @@ import pytest
 import mmkg.ingest.pdf as pdf_mod
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf import read_pdf
-from mmkg.ingest.pdf_table_pages import edges, may_hold_table, ruled_grid, words
+from mmkg.ingest.pdf_table_pages import edges, grids, may_hold_table, ruled_grid, words
 from mmkg.ingest.pdf_tables import _lines, page_tables, render
 from tests.conftest import SHARED
 from tests.test_pdf_tables import write_manual_pdf, write_table_pdf
@@ -43,7 +43,26 @@ def write_prose_pdf(path: Path) -> Path:
 
 def _pages(path: Path) -> list[tuple[pdfium.PdfPage, pdfium.PdfTextPage]]:
     pdf = pdfium.PdfDocument(path.read_bytes())
-    return [(pdf[i], pdf[i].get_textpage()) for i in range(len(pdf))]
+    pages = [pdf[i] for i in range(len(pdf))]
+    return [(page, page.get_textpage()) for page in pages]
+
+
+def write_pasted_table_pdf(source: Path, path: Path) -> Path:
+    """A page that draws another PDF's page, holding a ruled table, as a form scaled to half size and moved:
+    a figure pasted from another document, as papers paste theirs."""
+    import pypdfium2.raw as pdfium_c
+
+    src = pdfium.PdfDocument(source.read_bytes())
+    dest = pdfium.PdfDocument.new()
+    xobject = pdfium_c.FPDF_NewXObjectFromPage(dest.raw, src.raw, 1)  # page 2: the ruled table
+    form = pdfium_c.FPDF_NewFormObjectFromXObject(xobject)
+    pdfium_c.FPDFPageObj_Transform(form, 0.5, 0, 0, 0.5, 100, 300)
+    page = dest.new_page(612, 792)
+    pdfium_c.FPDFPage_InsertObject(page.raw, form)
+    pdfium_c.FPDFPage_GenerateContent(page.raw)
+    pdfium_c.FPDF_CloseXObject(xobject)
+    dest.save(str(path))
+    return path
 
 
 def test_pages_with_aligned_or_ruled_tables_are_let_through_and_prose_is_not(tmp_path: Path) -> None:
@@ -56,6 +75,21 @@ def test_pages_with_aligned_or_ruled_tables_are_let_through_and_prose_is_not(tmp
     # the prose page has edges (the rule, the box's sides) and numbers, but neither a grid nor aligned rows
     assert {e["orientation"] for e in edges(prose[0])} == {"h", "v"}
     assert any(w["text"] == "2015" for w in words(prose[1], prose[0].get_height()))
+
+
+def test_a_ruled_table_inside_a_form_is_found_where_pdfplumber_finds_it(tmp_path: Path) -> None:
+    """A form's paths are drawn through the form's matrix: without it the pasted table's lines land elsewhere
+    (two validation papers lost their ruled tables that way before the matrices were composed)."""
+    path = write_pasted_table_pdf(write_table_pdf(tmp_path / "statements.pdf"), tmp_path / "pasted.pdf")
+    ((page, textpage),) = _pages(path)
+    assert ruled_grid(page) and may_hold_table(page, textpage)
+    with pdfplumber.open(path) as pdf:
+        theirs = [t.bbox for t in pdf.pages[0].find_tables()]
+        rows = [line for t in page_tables(pdf.pages[0]) for line in render(t)]
+    assert "Table 5: Battery life by mode | GPS on | Hours: 7" in rows
+    ours = [t.bbox for t in grids(page)]
+    assert len(ours) == len(theirs) == 1
+    assert ours[0] == pytest.approx(theirs[0], abs=1.0)  # x0, top, x1, bottom on the page, not in the form
 
 
 def test_pdfium_words_are_pdfplumbers_words_on_the_same_lines(tmp_path: Path) -> None:

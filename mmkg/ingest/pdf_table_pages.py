@@ -110,16 +110,21 @@ def edges(page: pdfium.PdfPage) -> list[dict[str, Any]]:
     return out
 
 
-def ruled_grid(page: pdfium.PdfPage) -> bool:
-    """Whether pdfplumber's lines strategy, run over pdfium's edges, finds a grid of at least a header and
-    ``MIN_ROWS`` rows by ``MIN_COLUMNS`` columns (what ``ruled_tables`` keeps, before it reads the cells' text)."""
+def grids(page: pdfium.PdfPage) -> list[Any]:
+    """The tables pdfplumber's lines strategy finds over pdfium's edges (``pdfplumber.table.Table``: cells and
+    bbox; no text, which stays with pdfplumber's own parse)."""
     from pdfplumber.table import TableFinder  # imported with pdfplumber itself, when a PDF's tables are read
 
     found = edges(page)
     if not found:
-        return False
-    finder = TableFinder(SimpleNamespace(edges=found, bbox=(0, 0, page.get_width(), page.get_height())))
-    return any(len(t.rows) >= MIN_ROWS + 1 and len(t.columns) >= MIN_COLUMNS for t in finder.tables)
+        return []
+    return TableFinder(SimpleNamespace(edges=found, bbox=(0, 0, page.get_width(), page.get_height()))).tables
+
+
+def ruled_grid(page: pdfium.PdfPage) -> bool:
+    """Whether the page has a grid of at least a header and ``MIN_ROWS`` rows by ``MIN_COLUMNS`` columns (what
+    ``ruled_tables`` keeps, before it reads the cells' text)."""
+    return any(len(t.rows) >= MIN_ROWS + 1 and len(t.columns) >= MIN_COLUMNS for t in grids(page))
 
 
 def words(textpage: pdfium.PdfTextPage, page_height: float) -> list[dict[str, Any]]:
