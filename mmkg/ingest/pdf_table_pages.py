@@ -34,7 +34,7 @@ import pypdfium2.raw as pdfium_c
 
 from mmkg.ingest.pdf_tables import MIN_COLUMNS, MIN_ROWS, X_TOLERANCE, aligned_tables
 
-LINE_TOLERANCE = 3.0  # pdfplumber's y_tolerance: characters whose tops differ by less are one line
+Y_TOLERANCE = 3.0  # pdfplumber's default y_tolerance (pdf_tables leaves it): tops this close are one word's line
 MAX_FORM_DEPTH = 8  # forms inside forms (a figure pasted from another PDF) read this deep
 LEVEL = 0.01  # points: pdfminer calls a piece level or plumb on exact equality; pdfium's floats differ by this
 
@@ -132,38 +132,34 @@ def words(textpage: pdfium.PdfTextPage, page_height: float) -> list[dict[str, An
     from pdfium's characters and their loose boxes (the font's ascent and descent, the glyph's advance)."""
     left, bottom, right, top = (pdfium_c.c_double() for _ in range(4))
     box = pdfium_c.FS_RECTF()
-    chars = []
+    out: list[dict[str, Any]] = []
+    prev: dict[str, Any] | None = None  # the last character read; None after a space or an unplaced character
     for i in range(textpage.count_chars()):
         ch = chr(pdfium_c.FPDFText_GetUnicode(textpage.raw, i) or 32)
         if ch.isspace() or not ch.isprintable():
-            chars.append(None)
+            prev = None
             continue
         if pdfium_c.FPDFText_GetLooseCharBox(textpage.raw, i, box):
             x0, x1, y_top, y_bottom = box.left, box.right, box.top, box.bottom
         elif pdfium_c.FPDFText_GetCharBox(textpage.raw, i, left, right, bottom, top):
             x0, x1, y_top, y_bottom = left.value, right.value, top.value, bottom.value
         else:
-            chars.append(None)
+            prev = None
             continue
-        chars.append({"text": ch, "x0": x0, "x1": x1, "top": page_height - y_top, "bottom": page_height - y_bottom})
-    out: list[dict[str, Any]] = []
-    prev = None
-    for ch in chars:
+        char = {"text": ch, "x0": x0, "x1": x1, "top": page_height - y_top, "bottom": page_height - y_bottom}
         # pdfplumber's test for a new word: a space, a step back, a gap past the tolerance, another line
         if (
-            ch is None
-            or prev is None
-            or ch["x0"] < prev["x0"]
-            or ch["x0"] > prev["x1"] + X_TOLERANCE
-            or (abs(ch["top"] - prev["top"]) > LINE_TOLERANCE)
+            prev is None
+            or char["x0"] < prev["x0"]
+            or char["x0"] > prev["x1"] + X_TOLERANCE
+            or abs(char["top"] - prev["top"]) > Y_TOLERANCE
         ):
-            if ch is not None:
-                out.append(dict(ch))
+            out.append(dict(char))
         else:
             last = out[-1]
-            last.update(text=last["text"] + ch["text"], x1=max(last["x1"], ch["x1"]))
-            last.update(top=min(last["top"], ch["top"]), bottom=max(last["bottom"], ch["bottom"]))
-        prev = ch
+            last.update(text=last["text"] + ch, x1=max(last["x1"], char["x1"]))
+            last.update(top=min(last["top"], char["top"]), bottom=max(last["bottom"], char["bottom"]))
+        prev = char
     return out
 
 
