@@ -25,9 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def _pages(doc: object) -> list[str]:
-    text, starts = doc.text, doc.page_starts  # type: ignore[attr-defined]
-    ends = [*starts[1:], len(text) + 2]
-    return [text[a : b - 2] for a, b in zip(starts, ends, strict=True)]
+    from mmkg.chunking import page_ranges
+
+    text = doc.text  # type: ignore[attr-defined]
+    return [text[start:end] for _, start, end in page_ranges(text, doc.page_starts)]  # type: ignore[attr-defined]
 
 
 def main(documents: Annotated[Path, typer.Argument(help="A folder of PDFs.")]) -> None:
