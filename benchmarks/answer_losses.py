@@ -17,6 +17,10 @@ answerable" left out), the evidence is gathered and read as ``mmkg ask`` does it
 - **chosen**: the reader's best answer scores, declined or not (its guess when it declined);
 - **answered**: the answer it gives scores (a declined one says "Not answerable" and scores 0).
 
+With ``--where``, it also tallies where each gold that is not a small integer is written, beyond the context: on
+the pages of the evidence (their whole text, the chunks the token budget left out included), on a gold evidence
+page, anywhere in the document's text. A gold written in none of them is in a picture or must be computed.
+
 With ``--shapes``, it also tallies what the Str golds look like where they are written in the context and no
 candidate scores as them: a whole line of the context (a heading, a label), a noun phrase of spaCy's parse of
 the lines holding it, one word, and the answer type the question analysis gave. Counts only, again.
@@ -79,6 +83,7 @@ def main(
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
     questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
     shapes: Annotated[bool, typer.Option(help="Also tally the shapes of Str golds written but no candidate.")] = False,
+    where: Annotated[bool, typer.Option(help="Also tally where golds are written beyond the context.")] = False,
 ) -> None:
     from mmkg.eval.answer_scoring import score
     from mmkg.eval.datasets import MMLongBench
@@ -100,6 +105,11 @@ def main(
     docs: dict[str, list[str]] = {}
     for doc_id, path in idx.documents.select("doc_id", "source_path").iter_rows():
         docs.setdefault(Path(path).name, []).append(doc_id)
+    page_texts: dict[tuple[str, int], list[str]] = {}  # (file name, page): its chunks' texts
+    if where:
+        for path, page, text in idx.payload("chunks").select("source_path", "page", "text").iter_rows():
+            page_texts.setdefault((Path(path).name, page), []).append(text)
+    located: dict[str, Counter] = {fmt: Counter() for fmt in (*FORMATS, "all")}
     counts: dict[str, Counter] = {fmt: Counter() for fmt in (*FORMATS, "all")}
     missed: Counter = Counter()
     for q in ds.questions:
@@ -129,6 +139,17 @@ def main(
         for key, hit in stages.items():
             counts[fmt][key] += hit
             counts["all"][key] += hit
+        if where and not stages["small"]:
+            shown = {(Path(e.source_path).name, e.page) for e in ctx.evidence if e.kind == "chunk"}
+            golds = {(q.doc, int(r.rsplit("#", 1)[1])) for r in q.relevant}
+            whole = {k for k in page_texts if k[0] == q.doc}
+            spots = {"n": True, "context": stages["written"],
+                     "evidence pages": _written(gold, _text_of(page_texts, shown), fmt),
+                     "gold pages": _written(gold, _text_of(page_texts, golds), fmt),
+                     "document": _written(gold, _text_of(page_texts, whole), fmt)}  # fmt: skip
+            for key, hit in spots.items():
+                located[fmt][key] += hit
+                located["all"][key] += hit
         if shapes and fmt == "Str" and stages["written"] and not stages["candidate"]:
             missed.update(_shape(gold, ctx.text, request.analysis.answer_type))
     columns = ("n", "page", "written", "small", "candidate", "first", "rank 2-4", "rank 5+", "chosen", "answered")
@@ -136,11 +157,21 @@ def main(
     print(f"{'format':8}" + "".join(f"{c:>11}" for c in columns))
     for fmt, c in counts.items():
         print(f"{fmt:8}" + "".join(f"{c[col]:>11}" for col in columns))
+    if where:
+        spots = ("n", "context", "evidence pages", "gold pages", "document")
+        print("Where golds other than small integers are written")
+        print(f"{'format':8}" + "".join(f"{c:>16}" for c in spots))
+        for fmt, c in located.items():
+            print(f"{fmt:8}" + "".join(f"{c[col]:>16}" for col in spots))
     if shapes:
         print(f"Str golds written in the context that no candidate scores as ({missed['n']}):")
         for key, n in sorted(missed.items()):
             if key != "n":
                 print(f"  {key:32}{n:>5}")
+
+
+def _text_of(page_texts: dict[tuple[str, int], list[str]], keys: set[tuple[str, int]]) -> str:
+    return "\n".join(t for key in keys for t in page_texts.get(key, []))
 
 
 def _norm(text: str) -> str:
