@@ -98,6 +98,12 @@ class Settings(BaseSettings):
         default=True,
         description="Add each PDF page's table rows, with their column headers and caption, after the page text.",
     )
+    pdf_table_processes: int = Field(
+        default=2,
+        ge=0,
+        description="Worker processes that read PDF pages' tables (pdfplumber) while pdfium reads the other pages "
+        "(0: in the reading process).",
+    )
     min_outlined_glyphs: int = Field(
         default=20,
         ge=0,

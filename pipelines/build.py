@@ -321,14 +321,17 @@ def _counts(data_root: Path, partitions: list[str]) -> tuple[int, int, int]:
 
 
 @contextlib.contextmanager
-def _parser_workers() -> Iterator[None]:
-    """Parser workers live across the build's partitions (``mmkg.nlp.parser_pool``) and stop at its end."""
+def _build_workers() -> Iterator[None]:
+    """Parser and PDF-table workers live across the build's partitions (``mmkg.nlp.parser_pool``,
+    ``mmkg.ingest.pdf_table_workers.table_pool``) and stop at its end."""
+    from mmkg.ingest.pdf_table_workers import shutdown_table_workers
     from mmkg.nlp import shutdown_parsers
 
     try:
         yield
     finally:
         shutdown_parsers()
+        shutdown_table_workers()
 
 
 def build_index(
@@ -460,7 +463,7 @@ def _build_index(
     with (
         PeakMemory() as mem,
         listening(on_event) if on_event else contextlib.nullcontext(),
-        _parser_workers(),
+        _build_workers(),
     ):
         for i, key in enumerate(run_keys):
             if on_start:

@@ -38,6 +38,9 @@ class CorpusResource(ConfigurableResource):
     )
     max_pages: int = Field(default=_S.max_pages, description="PDF pages read per file.")
     pdf_tables: bool = Field(default=_S.pdf_tables, description="Add PDF table rows with their headers to page text.")
+    pdf_table_processes: int = Field(
+        default=_S.pdf_table_processes, ge=0, description="Worker processes reading PDF tables (0: in the step)."
+    )
     min_outlined_glyphs: int = Field(
         default=_S.min_outlined_glyphs, ge=0,
         description="OCR a PDF page's drawings with this many outlined glyphs (0: off).",

@@ -120,10 +120,11 @@ def test_read_pdf_parses_only_the_pages_let_through(tmp_path: Path, monkeypatch:
         return page_tables(page)
 
     monkeypatch.setattr(pdf_mod, "page_tables", spy)
+    here = Limits(pdf_table_processes=0)  # the spy sees pages read in this process only
     prose = write_prose_pdf(tmp_path / "prose.pdf")
-    doc, rejected = read_pdf(prose.read_bytes(), "prose.pdf", Limits())
+    doc, rejected = read_pdf(prose.read_bytes(), "prose.pdf", here)
     assert seen == [] and rejected == [] and "streaming memberships reached 74 million" in doc.text
-    doc, _ = read_pdf(write_table_pdf(tmp_path / "statements.pdf").read_bytes(), "statements.pdf", Limits())
+    doc, _ = read_pdf(write_table_pdf(tmp_path / "statements.pdf").read_bytes(), "statements.pdf", here)
     assert seen == [1, 2] and "| Net income | 2015: 122,641 | 2014: 266,799" in doc.text
 
 

@@ -214,8 +214,8 @@ def test_damaged_file_for_tables_is_recorded_not_lost(table_pdf: Path, monkeypat
     def broken(page):
         raise ValueError("unexpected token in content stream")
 
-    monkeypatch.setattr(pdf_mod, "page_tables", broken)
-    doc, rejected = read_pdf(table_pdf.read_bytes(), "statements.pdf", Limits())
+    monkeypatch.setattr(pdf_mod, "page_tables", broken)  # in this process: no table workers
+    doc, rejected = read_pdf(table_pdf.read_bytes(), "statements.pdf", Limits(pdf_table_processes=0))
     assert "Revenues grew in 2015" in doc.text and "|" not in doc.text
     assert [r.stage for r in rejected] == ["tables", "tables"]
     assert "page 1: tables not read (ValueError: unexpected token" in rejected[0].reason

@@ -20,6 +20,7 @@ class Limits:
     page_render_scale: float = 2.0  # ~144 dpi renders for PDF pages without a text layer
     min_page_chars: int = 20  # a PDF page with less text than this is rendered as an image
     pdf_tables: bool = True  # a PDF page's tables, one row per line with its headers, follow its text (pdf_tables.py)
+    pdf_table_processes: int = 2  # worker processes that read those tables beside pdfium (0: the reading process)
     # a PDF page with a text layer whose drawings hold this many glyph-shaped paths (a chart or a diagram with its
     # labels as outlines) is rendered without its text for OCR (pdf_drawings.py); 0 turns it off
     min_outlined_glyphs: int = 20

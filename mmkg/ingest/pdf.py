@@ -5,7 +5,9 @@ its column headers, row label and caption ("Net income | 2015: $122,641 | 2014: 
 and the reader see each cell with the labels that say what it is. The flattened cells stay in the page
 text where pdfium put them; ``Limits.pdf_tables`` turns the rows off. pdfplumber parses only the pages
 pdfium says may hold a table (``mmkg.ingest.pdf_table_pages``): its parse of every page was most of the
-reading's time.
+reading's time. Those pages go to worker processes as they are found (``mmkg.ingest.pdf_table_workers``,
+``Limits.pdf_table_processes``), so pdfplumber reads them while pdfium reads the pages after them; the rows are
+added to their pages when the file has been read.
 
 Pages keep their 1-based number through ``page_starts``. An embedded image is placed at the text
 offset of the nearest character on its page, so it attaches to the chunk it sits next to. A page
@@ -18,11 +20,8 @@ read what its text layer lacks.
 from __future__ import annotations
 
 import hashlib
-import io
-import logging
 import math
 import time
-from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -30,42 +29,15 @@ import pypdfium2.raw as pdfium_c
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument
 from mmkg.ingest.pdf_drawings import outlined_glyphs, render_drawing
 from mmkg.ingest.pdf_table_pages import may_hold_table
-from mmkg.ingest.pdf_tables import page_tables, render
+from mmkg.ingest.pdf_table_workers import TableRows
+from mmkg.ingest.pdf_tables import page_tables
 
 TABLE_BREAK = "\n\n"  # between a page's text and its table rows, and between rows: each row is a paragraph
 
 
-def _plumber(data: bytes, rel: str, rejections: list[Rejection]) -> Any:
-    """The PDF opened by pdfplumber for its tables, or None (recorded) where pdfminer cannot parse it."""
-    import pdfplumber
-
-    # pdfminer logs every odd font descriptor ("Could not get FontBBox ...") as a warning on stderr, through
-    # the build display; the text comes from pdfium, so such fonts cost nothing worth a line
-    logging.getLogger("pdfminer").setLevel(logging.ERROR)
-    try:
-        return pdfplumber.open(io.BytesIO(data))
-    except Exception as exc:  # pdfminer raises its own and builtin errors for damaged files
-        rejections.append(Rejection(rel, f"tables not read: pdfplumber cannot open the file ({exc})", stage="tables"))
-        return None
-
-
-def _table_rows(plumber: Any, index: int, rel: str, rejections: list[Rejection]) -> list[str]:
-    """Rows (with headers) of the tables on page ``index``; a page whose tables fail is recorded, not lost."""
-    try:
-        page = plumber.pages[index]
-        try:
-            return [line for table in page_tables(page) for line in render(table)]
-        finally:
-            page.close()
-    except Exception as exc:  # a damaged content stream: the page's text is still read by pdfium
-        rejections.append(Rejection(rel, f"page {index + 1}: tables not read ({type(exc).__name__}: {exc})",
-                                    f"page {index + 1}", stage="tables"))  # fmt: skip
-        return []
-
-
 def _may_hold_table(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> bool:
     """Whether pdfplumber should parse the page for tables (``mmkg.ingest.pdf_table_pages``); where pdfium
-    cannot walk the page's objects, it is parsed anyway (and any failure there recorded by ``_table_rows``)."""
+    cannot walk the page's objects, it is parsed anyway (and any failure there recorded by ``TableRows``)."""
     try:
         return may_hold_table(page, textpage)
     except (pdfium.PdfiumError, ValueError, OSError):
@@ -121,7 +93,7 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
     offset = 0
     deadline = time.monotonic() + limits.max_file_seconds
     skipped_images = 0
-    plumber = _plumber(data, rel, rejections) if limits.pdf_tables else None
+    tables = TableRows(data, rel, limits.pdf_table_processes, rejections, page_tables) if limits.pdf_tables else None
     try:
         n_pages = len(pdf)
         if n_pages == 0:
@@ -161,7 +133,8 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
             text = norm.strip("\n ")
             lead = len(norm) - len(norm.lstrip("\n "))
             # asked before the drawing render below takes the page's text objects out
-            tables_here = plumber is not None and bool(text) and _may_hold_table(page, textpage)
+            if tables is not None and text and _may_hold_table(page, textpage):
+                tables.add(index)
             for k, obj in enumerate(page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3)):
                 if len(images) >= limits.max_images_per_document:  # decoded pictures are held until stored
                     skipped_images += 1
@@ -196,12 +169,11 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
                 images.append(ImageRef(None, f"{rel}#page={page_no}", "page_render", offset, page_no, pil=pil))
             elif limits.min_outlined_glyphs:
                 skipped_images += _drawing(page, textpage, rel, page_no, offset, limits, images, rejections)
-            rows = _table_rows(plumber, index, rel, rejections) if tables_here else []
-            if rows:
-                text = TABLE_BREAK.join([text, *rows])
             texts.append(text)
             offset += len(text) + 2  # pages are joined by a blank line
             page.close()
+        if tables is not None:
+            _add_rows(tables.collect(deadline - time.monotonic()), texts, page_starts, images)
         if skipped_images:
             rejections.append(
                 Rejection(
@@ -215,8 +187,8 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
         outline = _outline(pdf, len(page_starts), rel, rejections)
     finally:
         pdf.close()
-        if plumber is not None:
-            plumber.close()
+        if tables is not None:
+            tables.close()
     doc = SourceDocument(
         source_path=rel,
         record_key="",
@@ -230,6 +202,22 @@ def read_pdf(data: bytes, rel: str, limits: Limits) -> tuple[SourceDocument, lis
         outline=outline,
     )
     return doc, rejections
+
+
+def _add_rows(rows: dict[int, list[str]], texts: list[str], page_starts: list[int], images: list[ImageRef]) -> None:
+    """Each page's table rows after its text (``TABLE_BREAK`` apart), and the pages' starts and the pictures'
+    offsets moved by the rows of the pages before them."""
+    shift = 0
+    moved = []
+    for i, text in enumerate(texts):
+        page_starts[i] += shift
+        moved.append(shift)
+        if rows.get(i):
+            texts[i] = TABLE_BREAK.join([text, *rows[i]])
+            shift += len(texts[i]) - len(text)
+    for image in images:
+        if image.page is not None and image.char_offset is not None and 0 < image.page <= len(moved):
+            image.char_offset += moved[image.page - 1]
 
 
 #: outline entries kept per PDF (a 10-K's bookmarks run to a few hundred; a malformed one can loop)
