@@ -26,6 +26,7 @@ from mmkg import schemas
 from mmkg.atomic import atomic_path
 from mmkg.entities import TITLE_LABEL, canonical_key, is_relational
 from mmkg.ids import content_id
+from mmkg.pools import stop_pool
 from mmkg.spacy_import import Doc, Language, spacy
 from mmkg.worker_init import parser_worker
 
@@ -380,17 +381,9 @@ def parser_pool(n_process: int, model: str) -> ProcessPoolExecutor:
 
 
 def shutdown_parsers() -> None:
-    """Stop the kept parser workers (``parser_pool``); the next parse starts new ones.
-
-    The survivors of a broken pool (one worker died) are killed first: CPython stops them with
-    SIGTERM and waits until they are gone, so one that does not die of it would hang the shutdown.
-    """
+    """Stop the kept parser workers (``parser_pool``; ``mmkg.pools.stop_pool``); the next parse starts new ones."""
     while _POOLS:
-        _, pool = _POOLS.popitem()
-        if getattr(pool, "_broken", False):
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop_pool(_POOLS.popitem()[1])
 
 
 def _parse(

@@ -21,12 +21,14 @@ import hashlib
 import io
 import logging
 import multiprocessing as mp
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from mmkg.ingest.base import Rejection
+from mmkg.pools import stop_pool
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +96,10 @@ def table_pool(processes: int) -> ProcessPoolExecutor:
 
 
 def shutdown_table_workers() -> None:
-    """Stop the kept workers (``table_pool``); the next PDF with table pages starts new ones."""
+    """Stop the kept workers (``table_pool``; ``mmkg.pools.stop_pool``); the next PDF with table pages starts new
+    ones."""
     while _POOLS:
-        _, pool = _POOLS.popitem()
-        if getattr(pool, "_broken", False):
-            for proc in list((getattr(pool, "_processes", None) or {}).values()):
-                proc.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop_pool(_POOLS.popitem()[1])
 
 
 class TableRows:
@@ -169,8 +168,6 @@ class TableRows:
     def collect(self, timeout: float | None = None) -> dict[int, list[str]]:
         """Every added page's rows, by page index; ``timeout`` seconds at most for the workers, after which the
         pages not read are recorded against the file's time budget."""
-        import time
-
         if self._pending:
             self._submit()
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
