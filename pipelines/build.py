@@ -198,7 +198,8 @@ def code_location_origin(location: str = CODE_LOCATION, working_directory: Path 
     return ManagedGrpcPythonEnvCodeLocationOrigin(loadable_target_origin=target, location_name=location)
 
 
-def launch_in_process(instance, job_name: str, run_config: dict, partition_key: str | None = None):
+def launch_in_process(instance, job_name: str, run_config: dict, partition_key: str | None = None,
+                      data_root: Path | None = None):  # fmt: skip
     """Run the ``job_name`` job of ``pipelines.definitions`` in this process, as a run of its code location.
 
     What ``execute_in_process`` does, but the run is created with the job's code origin (``pipelines.definitions``,
@@ -206,6 +207,10 @@ def launch_in_process(instance, job_name: str, run_config: dict, partition_key: 
     with the definitions' own job (no ephemeral copy), so the UI files it under that job. Resources are the
     definitions'; ``run_config`` points them at a corpus and data root. The step executor is always in-process:
     the build's progress listener and parser workers live in this process.
+
+    A partition's run claims its partition before a step runs (``_claim``, given the ``data_root`` for the
+    message): it is marked starting, which the UI's queue counts, and then no other run may be writing the
+    partition, else ``PartitionBusy`` and the run is marked canceled.
     """
     from dagster import in_process_executor
     from dagster._core.definitions.job_base import InMemoryJob
@@ -230,19 +235,43 @@ def launch_in_process(instance, job_name: str, run_config: dict, partition_key: 
         remote_job_origin=origin.get_job_origin(job_name),
         job_code_origin=code.get_reconstructable_job(job_name).get_python_origin(),
     )
+    if partition_key is not None:
+        run = _claim(instance, run, partition_key, data_root or Path("."))
     return execute_run(InMemoryJob(job), run, instance, raise_on_error=False)
+
+
+def _claim(instance, run, partition_key: str, data_root: Path):
+    """Mark ``run`` starting, then raise ``PartitionBusy`` (the run canceled) if another run writes its partition.
+
+    The UI's queue launches at most one run per partition, counting runs that are starting or started; a run
+    created here is neither until it is marked so. Marking it first and looking second leaves no gap in which a
+    queued run could be launched unseen: one launched before the mark is found by the look, one after waits in
+    the queue. Only the instant the queue's daemon takes between counting and launching remains, which no
+    client of the run storage can close. Returns the run as the instance now records it.
+    """
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    instance.report_dagster_event(DagsterEvent(event_type_value=DagsterEventType.PIPELINE_STARTING.value,
+                                               job_name=run.job_name), run_id=run.run_id)  # fmt: skip
+    try:
+        _clear_partitions(instance, [partition_key], data_root, own=run.run_id)
+    except PartitionBusy as exc:
+        instance.report_run_canceled(instance.get_run_by_id(run.run_id), message=str(exc))
+        raise
+    return instance.get_run_by_id(run.run_id)
 
 
 class PartitionBusy(RuntimeError):
     """A run this build did not start is writing a partition the build would write (a run from the UI)."""
 
 
-def _clear_partitions(instance, keys: list[str], data_root: Path) -> None:
-    """Raise ``PartitionBusy`` when a run that is still going writes one of ``keys``.
+def _clear_partitions(instance, keys: list[str], data_root: Path, own: str | None = None) -> None:
+    """Raise ``PartitionBusy`` when a run that is still going, other than the run ``own``, writes one of ``keys``.
 
     The UI's queue runs one run per partition at a time, counting the CLI's runs (they carry the partition tag),
-    so a queued run waits for a build; a build, run in this process, does not queue, so it checks here. A run an
-    mmkg process started (the pid and host tags) whose process is gone, killed mid-build, or is this one (a
+    so a queued run waits for a build; a build, run in this process, does not queue, so it checks here: for all
+    its partitions before any work, and for each as its run starts (``_claim``, which passes that run as ``own``).
+    A run an mmkg process started (the pid and host tags) whose process is gone, killed mid-build, or is this one (a
     build it gave up, the lock held now), is marked failed and no longer counts; a run the UI, a sensor or a
     schedule started cannot be told dead from here, and is named with what to do.
     """
@@ -255,6 +284,8 @@ def _clear_partitions(instance, keys: list[str], data_root: Path) -> None:
     busy = []
     for record in records:
         run = record.dagster_run
+        if run.run_id == own:
+            continue
         pid, host = run.tags.get(RUN_PID_TAG, ""), run.tags.get(RUN_HOST_TAG)
         if pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not _alive(int(pid))):
             # gone, or this process's own run left STARTED by a build it gave up (it holds the build lock now)
@@ -458,7 +489,7 @@ def _build_index(
                 secs = ev.event_specific_data.duration_ms / 1000
                 report.steps[ev.step_key] = report.steps.get(ev.step_key, 0.0) + secs
 
-    _clear_partitions(instance, run_keys, data_root)
+    _clear_partitions(instance, run_keys, data_root)  # before any work; each partition's run claims it again
     t_all = time.perf_counter()
     with (
         PeakMemory() as mem,
@@ -469,7 +500,7 @@ def _build_index(
             if on_start:
                 on_start(key, i, len(run_keys) + 1)
             t0 = time.perf_counter()
-            result = launch_in_process(instance, "index_partition", run_config, partition_key=key)
+            result = launch_in_process(instance, "index_partition", run_config, partition_key=key, data_root=data_root)
             record(result, f"partition {key}")
             report.partitions[key] = time.perf_counter() - t0
             if on_progress:

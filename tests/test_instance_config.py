@@ -122,3 +122,38 @@ def test_a_build_checks_the_runs_writing_its_partitions(tmp_path: Path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_partition_run_claims_its_partition_before_it_runs(tmp_path: Path):
+    """A build's run of a partition is marked starting (what the UI's queue counts) before it looks for other
+    runs of the partition; a run found writing it cancels the build's run and leaves the other alone."""
+    from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
+    from dagster._core.instance.ref import InstanceRef
+    from dagster._core.storage.dagster_run import ACTIVE_RUN_STATUSES, DagsterRun, make_new_run_id
+
+    from pipelines.build import _claim
+
+    ours = {"mmkg/pid": str(os.getpid()), "mmkg/host": socket.gethostname()}
+    with DagsterInstance.from_ref(InstanceRef.from_dir(str(dagster_home(tmp_path)))) as instance:
+
+        def add(partition: str, status: DagsterRunStatus, **tags: str) -> DagsterRun:
+            run = DagsterRun(job_name="index_partition", run_id=make_new_run_id(), status=status,
+                             tags={"dagster/partition": partition, **tags})  # fmt: skip
+            return instance.add_run(run)
+
+        def active(partition: str) -> set[str]:
+            filters = RunsFilter(statuses=ACTIVE_RUN_STATUSES, tags={"dagster/partition": partition})
+            return {r.dagster_run.run_id for r in instance.get_run_records(filters)}
+
+        mine = add("a", DagsterRunStatus.NOT_STARTED, **ours)
+        assert active("a") == set()  # created, not yet counted by the queue
+        claimed = _claim(instance, mine, "a", tmp_path)
+        assert claimed.status == DagsterRunStatus.STARTING  # not taken for this process's abandoned run
+        assert active("a") == {mine.run_id}  # a run queued for "a" from now on waits for it
+
+        ui = add("b", DagsterRunStatus.STARTED)  # launched from the UI after the build's first look
+        late = add("b", DagsterRunStatus.NOT_STARTED, **ours)
+        with pytest.raises(PartitionBusy, match=rf"partition 'b' is being written by run {ui.run_id[:8]}"):
+            _claim(instance, late, "b", tmp_path)
+        assert instance.get_run_by_id(late.run_id).status == DagsterRunStatus.CANCELED
+        assert instance.get_run_by_id(ui.run_id).status == DagsterRunStatus.STARTED

@@ -476,6 +476,12 @@ def test_a_build_leaves_a_partition_a_live_run_writes_and_clears_a_dead_ones_run
         assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
         ours = [r.dagster_run for r in instance.get_run_records() if r.dagster_run.run_id != run_id]
     assert ours and all(r.tags.get("mmkg/pid") and r.tags.get("mmkg/host") for r in ours)  # the CLI's runs say whose
+    # each claimed its partition (marked starting) before it ran, and went on to succeed
+    assert {r.status for r in ours} == {DagsterRunStatus.SUCCESS}
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        for r in (r for r in ours if r.job_name == "index_partition"):
+            kinds = [e.dagster_event.event_type_value for e in instance.all_logs(r.run_id) if e.dagster_event]
+            assert kinds.index("PIPELINE_STARTING") < kinds.index("PIPELINE_START"), (r.job_name, kinds)
     # an instance config its owner edited, without the per-partition run limit, is kept and named at each build
     config = project / ".mmkg" / "dagster_home" / "dagster.yaml"
     text = config.read_text(encoding="utf-8")
