@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -54,7 +54,7 @@ def _tree(rev: str, work: Path) -> Path:
     return tree
 
 
-def build_once(tree: Path, corpus: Path, data_root: Path) -> dict[str, float]:
+def build_once(tree: Path, corpus: Path, data_root: Path) -> dict[str, Any]:
     """One cold build of ``corpus`` into a fresh ``data_root`` by the code of ``tree``: wall and CPU seconds, the
     load average before it, and the seconds of each Dagster step."""
     shutil.rmtree(data_root, ignore_errors=True)
@@ -122,15 +122,13 @@ def main(
     console.print(table)
 
     steps = {k for r in rows for side in ("baseline", "candidate") for k in r[side]["steps"]}
-    diff = {k: statistics.fmean(r["candidate"]["steps"].get(k, 0.0) - r["baseline"]["steps"].get(k, 0.0) for r in rows)
-            for k in steps}  # fmt: skip
+    means = {k: [statistics.fmean(r[side]["steps"].get(k, 0.0) for r in rows) for side in ("baseline", "candidate")]
+             for k in steps}  # fmt: skip
     by_step = Table(title="steps by their mean difference, candidate − baseline (wall seconds)")
     for col in ("step", "baseline s", "candidate s", "difference"):
         by_step.add_column(col, justify="left" if col == "step" else "right")
-    for k in sorted(diff, key=lambda k: -abs(diff[k]))[:most]:
-        mean_b = statistics.fmean(r["baseline"]["steps"].get(k, 0.0) for r in rows)
-        mean_c = statistics.fmean(r["candidate"]["steps"].get(k, 0.0) for r in rows)
-        by_step.add_row(k, f"{mean_b:.1f}", f"{mean_c:.1f}", f"{diff[k]:+.1f}")
+    for k, (mean_b, mean_c) in sorted(means.items(), key=lambda kv: -abs(kv[1][1] - kv[1][0]))[:most]:
+        by_step.add_row(k, f"{mean_b:.1f}", f"{mean_c:.1f}", f"{mean_c - mean_b:+.1f}")
     console.print(by_step)
     if out is not None:
         out.write_text(json.dumps({"baseline": baseline, "candidate": candidate, "corpus": str(corpus),
