@@ -224,7 +224,7 @@ def cross_modal_links(
     enc = encoder.get(storage.path / "index")
     params = CmelParams()
     # the paper's LLM alignment within the chosen cluster runs when a generation backend is configured
-    choose = llm_chooser(generator.get()) if generator.backend != "extractive" else None
+    choose = llm_chooser(generator.get()) if generator.writes else None
     links = link_partition(
         context.partition_key, images, chunks, entity_mentions, entities, relations, image_text, objects,
         # CMEL thresholds cosines calibrated on float vectors: a quantized encoder lends its float32 twin

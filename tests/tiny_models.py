@@ -10,7 +10,10 @@
   included) and generation config, saved with ``save_pretrained``; the ASR pipeline and ``generate(...,
   return_timestamps=True)`` run on it, short-form and long-form.
 
-The weights are random: what is under test is the protocol and the loading path, never the answer.
+- ``write_tiny_qa``: a two-layer BERT with a span head and a WordPiece tokenizer, trained here for seconds to
+  point at two made-up words (the one model here that is trained, not random).
+
+The other weights are random: what is under test is the protocol and the loading path, never the answer.
 """
 
 from __future__ import annotations
@@ -204,4 +207,80 @@ def write_tiny_whisper(path: Path) -> Path:
     )  # fmt: skip
     model.save_pretrained(path)
     WhisperProcessor(feature_extractor=WhisperFeatureExtractor(feature_size=80), tokenizer=tok).save_pretrained(path)
+    return path
+
+
+#: the answer words ``write_tiny_qa`` teaches its model to point at, each split into word pieces by its vocabulary
+#: ("Uppsala" -> upp ##sala), so a span of several tokens maps back to one word
+QA_ANSWERS = {"uppsala": ("upp", "##sala"), "quibbletown": ("quib", "##ble", "##town")}
+#: the rest of its vocabulary (any other word is [UNK]); the art corpus's words among them
+QA_FILLER = ("the", "a", "of", "in", "is", "was", "and", "at", "he", "she", "her", "his", "born", "where", "who",
+             "what", "painted", "painting", "museum", "lake", "mill", "harbour", "boats", "studied", "academy",
+             "drawing", "years", "sculptor", "bronze", "city", "town", "river", "name", "works", "old")  # fmt: skip
+
+
+def write_tiny_qa(path: Path, steps: int = 120, seed: int = 0) -> Path:
+    """A two-layer BERT with a span head (``BertForQuestionAnswering``) and a fast WordPiece tokenizer, trained here
+    for a few seconds on generated passages to point at the words of ``QA_ANSWERS`` (their first piece starts the
+    span, their last ends it) and at [CLS] when a passage holds none, as a SQuAD 2.0 model declines. It reads no
+    meaning: it finds those words. What a test checks with it is what a reader does with a model's pointers:
+    windows over long passages, tokens back to characters, the best span across passages, declining."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+    from transformers import BertConfig, BertForQuestionAnswering, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    pieces = [p for ps in QA_ANSWERS.values() for p in ps]
+    vocab = {t: i for i, t in enumerate(dict.fromkeys([*specials, *QA_FILLER, *pieces, ".", ",", "?", "'", "-"]))}
+    core = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))  # BERT's uncased pipeline, on this vocabulary
+    core.normalizer = normalizers.BertNormalizer(lowercase=True)
+    core.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    core.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    core.decoder = decoders.WordPiece()
+    tok = BertTokenizerFast(tokenizer_object=core, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
+                            cls_token="[CLS]", mask_token="[MASK]")  # fmt: skip
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)  # fmt: skip
+    torch.manual_seed(seed)
+    model = BertForQuestionAnswering(config)
+    rng = np.random.default_rng(seed)
+    answers = list(QA_ANSWERS)
+    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        questions, passages, spans = [], [], []
+        for _ in range(32):
+            words = list(rng.choice(QA_FILLER, size=int(rng.integers(4, 30))))
+            if rng.random() < 0.6:
+                at = int(rng.integers(0, len(words) + 1))
+                words.insert(at, answers[int(rng.integers(len(answers)))].capitalize())
+                spans.append(at)
+            else:
+                spans.append(-1)
+            questions.append(" ".join(rng.choice(QA_FILLER, size=int(rng.integers(2, 8)))) + "?")
+            passages.append(" ".join(words) + ".")
+        enc = tok(questions, passages, padding=True, truncation="only_second", max_length=96, return_tensors="pt",
+                  return_offsets_mapping=True)  # fmt: skip
+        starts, ends = [], []
+        for i, at in enumerate(spans):
+            if at < 0:
+                starts.append(0)
+                ends.append(0)
+                continue
+            word = passages[i].split()[at]
+            char = len(" ".join(passages[i].split()[:at])) + (1 if at else 0)
+            first = enc.char_to_token(i, char, sequence_index=1)
+            last = enc.char_to_token(i, char + len(word) - 1, sequence_index=1)
+            starts.append(first)
+            ends.append(last)
+        enc.pop("offset_mapping")
+        out = model(**enc, start_positions=torch.tensor(starts), end_positions=torch.tensor(ends))
+        optim.zero_grad()
+        out.loss.backward()
+        optim.step()
+    model.eval()
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
     return path

@@ -42,6 +42,11 @@ AnswerStrategy = Annotated[
     str | None,
     typer.Option("--answer-strategy", help="Strategy[:preset] that retrieves for the answers (default: mg2)."),
 ]
+SpanModel = Annotated[
+    str | None,
+    typer.Option("--span-model", help="Also score the span-model backend's answers with this local extractive QA "
+                 "model (a save_pretrained folder of a SQuAD-style model) on the same evidence."),
+]
 Depth = Annotated[int, typer.Option("--depth", help="Chunks retrieved per query before mapping to units.")]
 Reuse = Annotated[
     bool,
@@ -70,6 +75,7 @@ def _evaluate(
     corpus_root: Path | None = None,
     answers: str = "on",
     answer_strategy: str | None = None,
+    span_model: str | None = None,
 ) -> None:
     """Build (or re-use, or take) an index, run every method, print the tables, write the report files.
 
@@ -93,6 +99,15 @@ def _evaluate(
             from mmkg.retrieval import get_strategy
 
             get_strategy(answer_strategy)  # name[:preset]; unknown names fail here, before any build
+        reader = None
+        if span_model is not None:  # loaded before any build, so a wrong folder fails at once
+            from mmkg.generation import GenerationError
+            from mmkg.generation.span_model import SpanModelGenerator
+
+            try:
+                reader = SpanModelGenerator(span_model)
+            except GenerationError as exc:
+                raise ValueError(str(exc)) from exc
     except ValueError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -152,7 +167,8 @@ def _evaluate(
 
     with Progress(*columns, console=console) as bar:
         task = bar.add_task(f"{name}: answers", total=with_gold)
-        report = answer_eval.run_answers(idx, dataset, strategy=answer_strategy, on_step=lambda: bar.advance(task))
+        report = answer_eval.run_answers(idx, dataset, strategy=answer_strategy, on_step=lambda: bar.advance(task),
+                                         span_model=reader)  # fmt: skip
     jpath, apath = answer_eval.write(report, out or data_root / "results")
     console.print(Markdown(answer_eval.markdown(report)))
     console.print(f"Per-question answers: [bold]{jpath}[/]; report: [bold]{apath}[/]")
@@ -181,6 +197,7 @@ def eval_twowiki(
     reuse: Reuse = False,
     answers: Answers = "on",
     answer_strategy: AnswerStrategy = None,
+    span_model: SpanModel = None,
 ) -> None:
     """2WikiMultihopQA: passage recall@k, perfect retrieval@k and MRR over the whole corpus; answer EM and F1."""
     from mmkg.eval import DatasetError, TwoWiki
@@ -190,7 +207,8 @@ def eval_twowiki(
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
     _evaluate(tw.dataset, lambda root: tw.write_corpus(root, partitions), "twowiki", data_root, index, methods, k,
-              out, limit, depth, processes, reuse, answers=answers, answer_strategy=answer_strategy)  # fmt: skip
+              out, limit, depth, processes, reuse, answers=answers, answer_strategy=answer_strategy,
+              span_model=span_model)  # fmt: skip
 
 
 @eval_app.command("mmlongbench")
@@ -210,6 +228,7 @@ def eval_mmlongbench(
     reuse: Reuse = False,
     answers: Answers = "on",
     answer_strategy: AnswerStrategy = None,
+    span_model: SpanModel = None,
 ) -> None:
     """MMLongBench-Doc: page recall@k within each question's document and across the corpus, by evidence source;
     answer accuracy and F1 by the benchmark's rules."""
@@ -220,7 +239,7 @@ def eval_mmlongbench(
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
     _evaluate(mb.dataset, mb.write_corpus, "mmlongbench", data_root, index, methods, k, out, limit, depth, processes,
-              reuse, answers=answers, answer_strategy=answer_strategy)  # fmt: skip
+              reuse, answers=answers, answer_strategy=answer_strategy, span_model=span_model)  # fmt: skip
 
 
 @eval_app.command("sample")
@@ -238,6 +257,7 @@ def eval_sample(
     reuse: Reuse = False,
     answers: Answers = "on",
     answer_strategy: AnswerStrategy = None,
+    span_model: SpanModel = None,
 ) -> None:
     """The bundled sample corpus and its hand-written questions: the quick smoke evaluation."""
     from mmkg.eval import DatasetError, load_sample
@@ -247,7 +267,7 @@ def eval_sample(
     except DatasetError as exc:
         raise _dataset_error(exc) from exc
     _evaluate(ds, None, "sample", data_root, index, methods, k, out, limit, depth, processes, reuse, corpus_root=corpus,
-              answers=answers, answer_strategy=answer_strategy)  # fmt: skip
+              answers=answers, answer_strategy=answer_strategy, span_model=span_model)  # fmt: skip
 
 
 @eval_app.command("compare")

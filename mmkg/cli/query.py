@@ -160,7 +160,7 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Query worker threads.")] = 2,
     answer_workers: Annotated[int, typer.Option("--answer-workers", min=1, max=16, help="Answer worker threads.")] = 1,
     backend: Annotated[
-        str | None, typer.Option("--backend", help="A generation backend besides extractive: openai, llamacpp, ...")
+        str | None, typer.Option("--backend", help="A generation backend besides extractive: span-model, openai, ...")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Its model name or local path.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
@@ -229,20 +229,21 @@ def _print_reading(result: Any) -> None:
 
 def _check_backend(backend: str, model: str | None) -> None:
     """The generation backend's name and model, checked without importing it (get_generator's rules; the
-    model-free ``extractive`` is the answer layer's, registered when that loads)."""
-    from mmkg.llm import GENERATORS
+    backends that read rather than write, ``READING_BACKENDS``, are the answer layer's, registered when that
+    loads: it loads torch)."""
+    from mmkg.llm import GENERATORS, READING_BACKENDS
 
-    if backend != "extractive":
+    if backend not in READING_BACKENDS:
         try:
             GENERATORS.get(backend)  # installed plugins are looked up on a miss
         except ValueError:
-            names = sorted({"extractive", *GENERATORS.names()})
+            names = sorted({*READING_BACKENDS, *GENERATORS.names()})
             err_console.print(f"[red]error:[/] unknown generation backend {backend!r}; choose one of {names}")
             raise typer.Exit(2) from None
     if backend == "openai" and not (model or os.environ.get("MMKG_LLM_MODEL")):
         err_console.print("[red]error:[/] the openai backend needs a model name: --model NAME or MMKG_LLM_MODEL")
         raise typer.Exit(2)
-    if backend in ("llamacpp", "transformers") and not model:
+    if backend in ("llamacpp", "transformers", "span-model") and not model:
         err_console.print(f"[red]error:[/] the {backend} backend needs --model (a local path)")
         raise typer.Exit(2)
 
@@ -254,10 +255,12 @@ def ask(
     strategy: Annotated[str, typer.Option("--strategy", help="Retrieval strategy, NAME[:PRESET].")] = "mg2",
     param: Annotated[list[str] | None, typer.Option("--param", help="Strategy parameter NAME=VALUE.")] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="extractive (default, no model), openai, llamacpp or transformers.")
+        str, typer.Option("--backend", help="extractive (default, no model), span-model (a local extractive QA "
+                                         "model), openai, llamacpp or transformers.")
     ] = "extractive",
     model: Annotated[
-        str | None, typer.Option("--model", help="Model name (openai) or local path (llamacpp: .gguf; transformers).")
+        str | None, typer.Option("--model", help="Model name (openai) or local path (llamacpp: .gguf; transformers "
+                                                 "and span-model: a save_pretrained folder).")
     ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (default: $MMKG_LLM_BASE_URL).")

@@ -8,7 +8,9 @@ unless told), builds the context as ``mmkg ask`` does, and scores four systems o
 - ``first_sentence``: the first sentence of the top chunk (the copied-sentence answer at its simplest);
 - ``random_choice``: choice questions get one of their options and yes/no questions "yes" or "no", at
   random (seeded); every other question gets the first sentence, so the column reads as "random where a
-  guess is possible".
+  guess is possible";
+- ``span_model``, when a local extractive QA model is given (``--span-model``): what the ``span-model`` backend
+  answers on the same evidence (the reader's computed answers, else the model's span).
 
 Scoring follows the dataset: SQuAD-style exact match and token F1 (lower case, no punctuation or
 articles) for 2Wiki and the sample corpus; MMLongBench-Doc's rules by answer format
@@ -26,13 +28,16 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset
 from mmkg.generation.answer import prepare, reading_ms, retrieve
 from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, normalize
 from mmkg.index.reader import Index
+
+if TYPE_CHECKING:
+    from mmkg.generation.span_model import SpanModelGenerator
 
 THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
 SYSTEMS = ("reader", "not_answerable", "first_sentence", "random_choice")
@@ -70,6 +75,7 @@ class AnswerReport:
     min_confidence: float
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)  # abstention threshold -> reader metrics
     questions: list[dict[str, Any]] = field(default_factory=list)
+    systems: tuple[str, ...] = SYSTEMS  # the columns scored: ``SYSTEMS``, and ``span_model`` when one was given
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -113,9 +119,11 @@ def run_answers(
     budget: int = 1500,
     seed: int = 0,
     on_step: Callable[[], None] | None = None,
+    span_model: SpanModelGenerator | None = None,
 ) -> AnswerReport:
-    """Answer every question with a gold answer; score the reader and the baselines. A question that names
-    its document (MMLongBench-Doc) is answered from that document alone, as the benchmark asks."""
+    """Answer every question with a gold answer; score the reader and the baselines (and ``span_model``'s
+    answers, when given, on the same evidence). A question that names its document (MMLongBench-Doc) is answered
+    from that document alone, as the benchmark asks."""
     questions = [q for q in dataset.questions if q.answer is not None]
     doc_filters: dict[str, list[str]] = {}
     for doc_id, source_path in index.documents.select("doc_id", "source_path").iter_rows():
@@ -125,6 +133,8 @@ def run_answers(
     rows: list[dict[str, Any]] = []
     read_ms: list[float] = []
     retrieve_ms: list[float] = []
+    model_ms: list[float] = []
+    systems = (*SYSTEMS, "span_model") if span_model is not None else SYSTEMS
     for q in questions:
         filters = {"doc_id": doc_filters[q.doc]} if q.doc and q.doc in doc_filters else None
         t0 = time.perf_counter()
@@ -145,6 +155,10 @@ def run_answers(
             rnd = first
         preds = {"reader": reading.text, "not_answerable": NOT_ANSWERABLE, "first_sentence": first,
                  "random_choice": rnd}  # fmt: skip
+        if span_model is not None:
+            t0 = time.perf_counter()
+            preds["span_model"] = span_model.read(request).text
+            model_ms.append((time.perf_counter() - t0) * 1e3)
         rows.append({
             "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
             "type": analysis.answer_type, "shape": shape(analysis), "strategy": result.strategy,
@@ -158,7 +172,7 @@ def run_answers(
             on_step()
     summary: dict[str, dict[str, float]] = {}
     by_type: dict[str, dict[str, dict[str, float]]] = {}
-    for name in SYSTEMS:
+    for name in systems:
         summary[name] = _summarize(scoring, rows, name)
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
@@ -171,14 +185,16 @@ def run_answers(
     main = "score" if scoring == "mmlongbench" else "f1"
     wins = sum(r["scores"]["reader"][main] > r["scores"]["first_sentence"][main] for r in rows)
     losses = sum(r["scores"]["reader"][main] < r["scores"]["first_sentence"][main] for r in rows)
+    latency = {"read_p50_ms": round(_pct(read_ms, 50), 2), "read_p95_ms": round(_pct(read_ms, 95), 2),
+               "retrieve_p50_ms": round(_pct(retrieve_ms, 50), 2), "retrieve_p95_ms": round(_pct(retrieve_ms, 95), 2)}
+    if model_ms:  # the model's own reading, after the reader's
+        latency |= {"span_model_p50_ms": round(_pct(model_ms, 50), 2),
+                    "span_model_p95_ms": round(_pct(model_ms, 95), 2)}
     return AnswerReport(
         dataset=dataset.name, strategy=strategy or "default", k=k, budget=budget, n=len(rows), scoring=scoring,
-        summary=summary, by_type=by_type,
-        latency={"read_p50_ms": round(_pct(read_ms, 50), 2), "read_p95_ms": round(_pct(read_ms, 95), 2),
-                 "retrieve_p50_ms": round(_pct(retrieve_ms, 50), 2),
-                 "retrieve_p95_ms": round(_pct(retrieve_ms, 95), 2)},
+        summary=summary, by_type=by_type, latency=latency,
         versus_first_sentence={"wins": wins, "losses": losses, "ties": len(rows) - wins - losses},
-        min_confidence=MIN_CONFIDENCE, thresholds=sweep, questions=rows,
+        min_confidence=MIN_CONFIDENCE, thresholds=sweep, questions=rows, systems=systems,
     )  # fmt: skip
 
 
@@ -217,7 +233,7 @@ def markdown(r: AnswerReport) -> str:
     metrics = ["accuracy", "f1", "accuracy_answerable"] if r.scoring == "mmlongbench" else ["em", "f1"]
     out = [f"## Answers ({r.n} questions with a gold answer; retrieval `{r.strategy}`, k={r.k}, budget {r.budget})",
            "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]  # fmt: skip
-    for name in SYSTEMS:
+    for name in r.systems:
         out.append(f"| {name} | " + " | ".join(f"{r.summary[name].get(m, 0.0):.3f}" for m in metrics) + " |")
     groups = list(r.by_type["reader"])
     out += ["", "By answer type and question shape (both the analysis's) and gold format:", "",
@@ -237,6 +253,9 @@ def markdown(r: AnswerReport) -> str:
             f"Reader latency p50 {r.latency['read_p50_ms']:.1f} ms, p95 {r.latency['read_p95_ms']:.1f} ms "
             f"(retrieval p50 {r.latency['retrieve_p50_ms']:.1f} ms). Abstention below confidence "
             f"{r.min_confidence:.2f}."]  # fmt: skip
+    if "span_model_p50_ms" in r.latency:
+        out[-1] += (f" The span model's reading p50 {r.latency['span_model_p50_ms']:.1f} ms, "
+                    f"p95 {r.latency['span_model_p95_ms']:.1f} ms.")  # fmt: skip
     return "\n".join(out)
 
 

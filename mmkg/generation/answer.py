@@ -159,7 +159,7 @@ def _answer(
     if gen.extractive and not labels:
         labels = list(gen.used)
     shown = {e.label: e for e in ctx.evidence}
-    reading = request.reading
+    reading = gen.reading or request.reading  # a backend that reads spans (span-model) answers with its own
     short = reading.text if reading is not None and gen.extractive else strip_citations(text)
     return Answer(
         question=question, text=text, citations=[Citation.of(shown[n]) for n in labels], backend=gen.backend,
@@ -339,6 +339,11 @@ def answer_stream(
     result, request, ctx, task_name = _retrieve_and_prepare(
         index, question, generator, image, strategy, task, k, budget, filters, max_tokens, params
     )
+    if getattr(generator, "extractive", False):  # copied, not written: one piece, and the reading it came from
+        gen = generator.generate(request)
+        yield gen.text
+        yield _answer(result, question, gen.text, gen, ctx, request, task_name)
+        return
     t0 = time.perf_counter()
     pieces = []
     for piece in generator.stream(request):
@@ -346,7 +351,5 @@ def answer_stream(
         yield piece
     text = "".join(pieces)
     gen = Generation(text, generator.name, generator.model, approx_tokens(request.system + request.user),
-                     approx_tokens(text), (time.perf_counter() - t0) * 1e3, generator.name == "extractive")  # fmt: skip
-    if gen.extractive:
-        gen.used = cited_labels(text, ctx)
+                     approx_tokens(text), (time.perf_counter() - t0) * 1e3)  # fmt: skip
     yield _answer(result, question, text, gen, ctx, request, task_name)

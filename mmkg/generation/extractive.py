@@ -17,8 +17,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mmkg.generation.base import Generation, GenerationRequest, approx_tokens
+
+if TYPE_CHECKING:  # the reader imports this module's stop words: its answer type is for annotations only
+    from mmkg.generation.reader import ShortAnswer
 
 _WORD = re.compile(r"[\w'-]+", re.UNICODE)
 MIN_WORDS = 4
@@ -40,11 +44,26 @@ def content_words(text: str) -> set[str]:
     return {w.lower()[:5] for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
 
 
+def render_reading(reading: ShortAnswer) -> tuple[str, list[int]]:
+    """A reading as an answer a person can check, and the evidence numbers it cites: the short answer with its
+    citations and the sentence that supports it, or "Not answerable" with the best guess and the reason."""
+    labels = list(dict.fromkeys(s.label for s in reading.support))
+    cites = "".join(f" [{n}]" for n in labels)
+    if reading.abstained:
+        guess = f" (best guess: {reading.guess}{cites})" if reading.guess else ""
+        return f"{reading.text}{guess}. {reading.reason}.", labels if reading.guess else []
+    if not reading.support:
+        return reading.text, []
+    quote = reading.support[0].sentence
+    return f"{reading.text}{cites}\n\nSupporting evidence: \"{quote}\" [{reading.support[0].label}]", labels
+
+
 class ExtractiveGenerator:
     """Answers with the best evidence sentence(s); needs no model and never invents text."""
 
     name = "extractive"
     model = "none"
+    extractive = True  # the answer is copied out of the evidence, never written
 
     def __init__(self, max_sentences: int = 2):
         self.max_sentences = max_sentences
@@ -86,15 +105,7 @@ class ExtractiveGenerator:
         t0 = time.perf_counter()
         reading = request.reading
         if reading is not None and (reading.support or reading.abstained):
-            labels = list(dict.fromkeys(s.label for s in reading.support))
-            cites = "".join(f" [{n}]" for n in labels)
-            if reading.abstained:
-                guess = f" (best guess: {reading.guess}{cites})" if reading.guess else ""
-                text = f"{reading.text}{guess}. {reading.reason}."
-                labels = labels if reading.guess else []
-            else:
-                quote = reading.support[0].sentence
-                text = f"{reading.text}{cites}\n\nSupporting evidence: \"{quote}\" [{reading.support[0].label}]"
+            text, labels = render_reading(reading)
             return Generation(
                 text=text, backend=self.name, model=self.model, prompt_tokens=approx_tokens(request.user),
                 completion_tokens=approx_tokens(text), latency_ms=(time.perf_counter() - t0) * 1e3, extractive=True,

@@ -7,8 +7,9 @@ LLM steps of retrieval strategies (R2AG's implicit relations, M3KG's triple filt
 - ``base``: ``GenerationRequest``, ``Generation``, ``GenerationError``, the ``Generator`` protocol;
 - ``prompts``: task templates as editable files (the ``prompts/`` folder of ``mmkg.generation``);
 - backends: ``openai`` (any OpenAI-compatible endpoint), ``llamacpp`` (a GGUF in process),
-  ``transformers`` (a local Hugging Face model). The model-free ``extractive`` backend reads answers
-  out of retrieved evidence, so it is the answer layer's (``mmkg.generation.get_generator``).
+  ``transformers`` (a local Hugging Face model). The backends that read answers out of retrieved evidence
+  (``READING_BACKENDS``: the model-free ``extractive``, and ``span-model``) are the answer layer's
+  (``mmkg.generation.get_generator``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from mmkg.plugins import Registry
 
 #: the backends that run a language model
 LLM_BACKENDS = ("openai", "llamacpp", "transformers")
+#: the answer layer's backends (``mmkg.generation`` registers them): they read the answer out of the evidence and
+#: write nothing, so no step that needs a model to write (an LLM choice, a prompt) can use them
+READING_BACKENDS = ("extractive", "span-model")
 
 #: generation backends by name: a factory ``(model, **options) -> Generator`` (``mmkg.plugins``; entry points of
 #: the group ``mmkg.generators`` add more). The answer layer adds the model-free ``extractive`` one.
@@ -55,7 +59,10 @@ def _transformers(model: str | None = None, **options: Any) -> Generator:
 
 def get_llm(backend: str, model: str | None = None, **options: Any) -> Generator:
     """A backend that writes text, by name (``GENERATORS``); ``model`` is a model name (openai), a .gguf path
-    (llamacpp) or a folder (transformers)."""
+    (llamacpp) or a folder (transformers). The backends that only read (``READING_BACKENDS``) are refused."""
+    if backend in READING_BACKENDS:
+        raise GenerationError(f"the {backend} backend reads answers out of the evidence and writes no text; this "
+                              f"step needs a language model: {', '.join(LLM_BACKENDS)} or a plugin")  # fmt: skip
     try:
         factory = GENERATORS.get(backend)
     except ValueError as exc:
@@ -67,6 +74,7 @@ __all__ = [
     "GENERATORS",
     "LLM_BACKENDS",
     "PROMPTS_DIR",
+    "READING_BACKENDS",
     "Evidence",
     "Generation",
     "GenerationError",

@@ -69,6 +69,8 @@ class Generation:
     latency_ms: float = 0.0
     extractive: bool = False  # the text is copied from the evidence, not written by a model
     used: list[int] = field(default_factory=list)  # evidence labels an extractive answer copied from
+    reading: ShortAnswer | None = None  # the short answer a backend that reads spans found itself (the reader's
+    # when None)
 
 
 class Generator(Protocol):

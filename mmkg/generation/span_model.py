@@ -1,0 +1,231 @@
+"""The ``span-model`` backend: a local extractive question-answering model (SQuAD-style) reads the answer's span.
+
+A classic reader without a language model that writes: a BERT-, RoBERTa- or DeBERTa-family encoder with a span
+head (``AutoModelForQuestionAnswering``, e.g. a SQuAD 2.0 checkpoint written by ``save_pretrained``) scores
+every start and end token of each evidence passage for the question, and the best span over all passages is
+the short answer. Nothing is downloaded: the model is a local folder (or an id already in the Hugging Face
+cache), given as ``--model``.
+
+How it divides the work with the model-free reader (``reader.Reader``), which has already read the evidence
+when a backend runs:
+
+- what the reader computed or read off a structure stands: a count, a sum or difference, a table's winning row,
+  a value read off a label, a keyed line or a row, a definition, a list, a choice among the question's options,
+  yes or no. A span model cannot compute, compare or say yes;
+- otherwise (the reader picked a span by its features, or declined) the model reads each passage shown
+  (``Evidence`` of kind ``chunk``), in windows of ``max_length`` tokens that overlap by ``stride``, and its best
+  span anywhere becomes the answer: cited by the passage's number, highlighted in its sentence by character
+  offsets, with the model's probability (start × end, softmax within the window) as the confidence;
+- the model declines ("Not answerable") when its no-answer score (the first token's start and end logits,
+  which SQuAD 2.0 models are trained to raise when a passage does not answer) beats the best span's score by
+  more than ``null_threshold``, taking the most answerable window's no-answer score, as SQuAD 2.0's own
+  evaluation does. A SQuAD 1.1 model never learned to decline: give it a large ``null_threshold``.
+
+The span-selection loop (best start ≤ end within ``max_answer_tokens``, context tokens only) is the standard
+one of the SQuAD readers; it is written here, not taken from transformers' ``question-answering`` pipeline,
+because the pipeline returns one answer per passage without the no-answer score of each window that declining
+across passages needs, nor the window it came from.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mmkg.generation.base import Evidence, Generation, GenerationError, GenerationRequest, approx_tokens
+from mmkg.generation.extractive import render_reading
+from mmkg.generation.reader import NOT_ANSWERABLE, Candidate, ShortAnswer, Support
+
+#: the reader's methods whose answers stand: computed, compared or read off a structure, which a span model
+#: cannot do
+STRUCTURED = frozenset({"arithmetic", "parts", "list", "lookup", "label", "row", "definition", "superlative",
+                        "choice", "yes_no"})  # fmt: skip
+METHOD = "span-model"
+_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")  # where one sentence of a passage ends and the next begins
+
+
+@dataclass(frozen=True)
+class SpanHit:
+    """One span the model points at: its text, where it is, and its scores."""
+
+    text: str
+    evidence: Evidence
+    start: int  # character offsets in ``evidence.text``
+    end: int
+    score: float  # start logit + end logit
+    probability: float  # softmax of the start × of the end, within its window
+
+
+def sentence_around(text: str, start: int, end: int) -> tuple[str, int]:
+    """The sentence of ``text`` holding the characters ``start:end`` (more than one when the span crosses a
+    sentence's end), and where it starts in ``text``."""
+    a, b = 0, len(text)
+    for m in _BREAK.finditer(text):
+        if m.end() <= start:
+            a = m.end()
+        elif m.start() >= end:
+            b = m.start()
+            break
+    return text[a:b], a
+
+
+class SpanModelGenerator:
+    """A local extractive QA model: the best span over the evidence passages is the short answer."""
+
+    name = METHOD
+    extractive = True  # the answer is copied out of the evidence, never written
+
+    def __init__(self, model: str, device: str = "cpu", max_length: int = 384, stride: int = 128,
+                 max_answer_tokens: int = 30, null_threshold: float = 0.0, batch_size: int = 16):  # fmt: skip
+        try:
+            from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - transformers is a dependency
+            raise GenerationError("the span-model backend needs transformers: pip install transformers") from exc
+        where = f"{model!r}" if not Path(model).exists() else str(Path(model))
+        try:
+            self.tokenizer: Any = AutoTokenizer.from_pretrained(model, local_files_only=True)
+            self.qa: Any = AutoModelForQuestionAnswering.from_pretrained(model, local_files_only=True)
+        except (OSError, ValueError) as exc:
+            raise GenerationError(
+                f"cannot load an extractive question-answering model from {where} ({exc}); give a folder that "
+                "save_pretrained wrote for a model with a span head (a SQuAD checkpoint: BertForQuestionAnswering, "
+                "RobertaForQuestionAnswering, ...), or an id already in the Hugging Face cache"
+            ) from exc
+        if not self.tokenizer.is_fast:
+            raise GenerationError(f"the tokenizer of {where} is not a fast tokenizer (no tokenizer.json): the "
+                                  "span model maps tokens to characters by a fast tokenizer's offsets")  # fmt: skip
+        if stride >= max_length // 2:
+            raise GenerationError(f"stride {stride} must be under half of max_length {max_length}")
+        limit = getattr(self.qa.config, "max_position_embeddings", max_length)
+        self.max_length = min(max_length, limit if limit and limit > 0 else max_length)
+        self.qa = self.qa.to(device).eval()
+        self.device = device
+        self.stride = min(stride, self.max_length // 4)  # a model that reads fewer positions overlaps less
+        self.max_answer_tokens = max_answer_tokens
+        self.null_threshold = null_threshold
+        self.batch_size = batch_size
+        self.model = Path(model).name or model
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def spans(self, question: str, evidence: Sequence[Evidence], top: int = 5) -> tuple[list[SpanHit], float]:
+        """The model's ``top`` spans over the chunk passages of ``evidence``, best first, and the lowest
+        no-answer score of any window (the most answerable window's)."""
+        import torch
+
+        passages = [ev for ev in evidence if ev.kind == "chunk" and ev.text.strip()]
+        if not passages or not question.strip():
+            return [], float("inf")
+        asked = self.tokenizer(question, add_special_tokens=False)["input_ids"]
+        if len(asked) > self.max_length // 2:  # the passage keeps at least half of each window
+            asked = asked[: self.max_length // 2]
+            question = self.tokenizer.decode(asked)
+        # the overlap fits in what the question and the special tokens ([CLS], [SEP]s) leave of a window
+        room = self.max_length - len(asked) - self.tokenizer.num_special_tokens_to_add(pair=True)
+        stride = min(self.stride, room // 2)
+        pad_right = self.tokenizer.padding_side == "right"
+        enc = self.tokenizer(
+            [question] * len(passages) if pad_right else [p.text for p in passages],
+            [p.text for p in passages] if pad_right else [question] * len(passages),
+            truncation="only_second" if pad_right else "only_first", max_length=self.max_length, stride=stride,
+            return_overflowing_tokens=True, return_offsets_mapping=True, padding="longest", return_tensors="pt",
+        )  # fmt: skip
+        windows = enc.pop("overflow_to_sample_mapping").tolist()
+        offsets = enc.pop("offset_mapping").tolist()
+        names = set(self.tokenizer.model_input_names)
+        inputs = {k: v for k, v in enc.items() if k in names}
+        starts, ends = [], []
+        with torch.no_grad():
+            for i in range(0, len(windows), self.batch_size):
+                out = self.qa(**{k: v[i : i + self.batch_size].to(self.device) for k, v in inputs.items()})
+                starts.append(out.start_logits.float().cpu())
+                ends.append(out.end_logits.float().cpu())
+        start_logits, end_logits = torch.cat(starts), torch.cat(ends)
+        context = 1 if pad_right else 0  # the sequence id of the passage's tokens
+        hits: list[SpanHit] = []
+        null = float("inf")
+        for w, p in enumerate(windows):
+            seq = enc.sequence_ids(w)
+            in_context = [i for i, s in enumerate(seq) if s == context]
+            if not in_context:
+                continue
+            s_log, e_log = start_logits[w], end_logits[w]
+            mask = torch.full_like(s_log, float("-inf"))
+            mask[in_context] = 0.0
+            cls = 0  # the first token: [CLS] or <s>, where SQuAD 2.0 models point when a passage does not answer
+            null = min(null, float(s_log[cls] + e_log[cls]))
+            s_prob, e_prob = torch.softmax(s_log, 0), torch.softmax(e_log, 0)
+            # every start and end in the passage, end after start and at most max_answer_tokens on
+            pair = (s_log + mask)[:, None] + (e_log + mask)[None, :]
+            n = pair.shape[0]
+            allowed = torch.ones(n, n, dtype=torch.bool).triu().logical_and(
+                torch.ones(n, n, dtype=torch.bool).tril(self.max_answer_tokens - 1))
+            pair = pair.masked_fill(~allowed, float("-inf"))
+            flat = pair.flatten()
+            k = min(top, int(torch.isfinite(flat).sum()))
+            if k == 0:
+                continue
+            for score, at in zip(*torch.topk(flat, k), strict=True):
+                a, b = divmod(int(at), n)
+                ev = passages[p]
+                char_a, char_b = offsets[w][a][0], offsets[w][b][1]
+                text = ev.text[char_a:char_b].strip()
+                if text:
+                    lead = len(ev.text[char_a:char_b]) - len(ev.text[char_a:char_b].lstrip())
+                    hits.append(SpanHit(text, ev, char_a + lead, char_a + lead + len(text), float(score),
+                                        float(s_prob[a] * e_prob[b])))  # fmt: skip
+        best: dict[tuple[int, int, int], SpanHit] = {}
+        for h in hits:  # a span two overlapping windows both found counts once, with its better score
+            key = (h.evidence.label, h.start, h.end)
+            if key not in best or h.score > best[key].score:
+                best[key] = h
+        return sorted(best.values(), key=lambda h: -h.score)[:top], null
+
+    def read(self, request: GenerationRequest) -> ShortAnswer:
+        """The short answer: the reader's, when it computed it or read it off a structure; else the model's
+        best span over the evidence, or "Not answerable" when the model's no-answer score wins."""
+        t0 = time.perf_counter()
+        reading = request.reading
+        answer_type = reading.answer_type if reading is not None else ""
+        if reading is not None and reading.method in STRUCTURED and not reading.abstained:
+            return reading
+        hits, null = self.spans(request.question, request.evidence)
+        ms = round((time.perf_counter() - t0) * 1e3 + (reading.latency_ms if reading is not None else 0.0), 2)
+        candidates = [Candidate(h.text, "SPAN", round(h.score, 4), h.evidence.label,
+                                *self._sentence(h)) for h in hits]  # fmt: skip
+        if not hits or null - hits[0].score > self.null_threshold:
+            why = ("the evidence holds no passage to read" if not hits else
+                   f"the model's no-answer score {null:.2f} beats its best span's {hits[0].score:.2f}")  # fmt: skip
+            return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, guess=hits[0].text if hits else "",
+                               method=METHOD, candidates=candidates, reason=why, latency_ms=ms)  # fmt: skip
+        best = hits[0]
+        sentence, start, end = self._sentence(best)
+        support = Support(best.evidence.label, sentence, start, end, best.evidence.chunk_id, best.start - start)
+        return ShortAnswer(best.text, answer_type, round(best.probability, 4), method=METHOD, support=[support],
+                           candidates=candidates, latency_ms=ms,
+                           reason=f"the span {self.model} points at, of {len(hits)} it scored best "
+                                  f"(start + end logit {best.score:.2f}, no-answer {null:.2f})")  # fmt: skip
+
+    @staticmethod
+    def _sentence(hit: SpanHit) -> tuple[str, int, int]:
+        """The sentence holding a span, and the span's offsets in it."""
+        sentence, at = sentence_around(hit.evidence.text, hit.start, hit.end)
+        return sentence, hit.start - at, hit.end - at
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        t0 = time.perf_counter()
+        reading = self.read(request)
+        text, labels = render_reading(reading)
+        return Generation(
+            text=text, backend=self.name, model=self.model, prompt_tokens=approx_tokens(request.user),
+            completion_tokens=approx_tokens(text), latency_ms=(time.perf_counter() - t0) * 1e3, extractive=True,
+            used=labels, reading=reading,
+        )  # fmt: skip
+
+    def stream(self, request: GenerationRequest) -> Iterator[str]:
+        yield self.generate(request).text
