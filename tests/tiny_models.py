@@ -243,6 +243,8 @@ def write_tiny_qa(path: Path, steps: int = 120, seed: int = 0) -> Path:
                             cls_token="[CLS]", mask_token="[MASK]")  # fmt: skip
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=128)  # fmt: skip
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same weights on any machine: one thread sums in one order
     torch.manual_seed(seed)
     model = BertForQuestionAnswering(config)
     rng = np.random.default_rng(seed)
@@ -280,6 +282,7 @@ def write_tiny_qa(path: Path, steps: int = 120, seed: int = 0) -> Path:
         optim.zero_grad()
         out.loss.backward()
         optim.step()
+    torch.set_num_threads(threads)
     model.eval()
     model.save_pretrained(path)
     tok.save_pretrained(path)

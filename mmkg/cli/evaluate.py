@@ -100,6 +100,8 @@ def _evaluate(
 
             get_strategy(answer_strategy)  # name[:preset]; unknown names fail here, before any build
         reader = None
+        if span_model is not None and answers == "off":
+            raise ValueError("--span-model scores answers: use it with --answers on or only")
         if span_model is not None:  # loaded before any build, so a wrong folder fails at once
             from mmkg.generation import GenerationError
             from mmkg.generation.span_model import SpanModelGenerator

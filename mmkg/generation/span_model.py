@@ -11,15 +11,21 @@ when a backend runs:
 
 - what the reader computed or read off a structure stands: a count, a sum or difference, a table's winning row,
   a value read off a label, a keyed line or a row, a definition, a list, a choice among the question's options,
-  yes or no. A span model cannot compute, compare or say yes;
+  yes or no; and a yes/no or choice question the reader declined stays declined. A span model cannot compute,
+  compare or say yes;
 - otherwise (the reader picked a span by its features, or declined) the model reads each passage shown
   (``Evidence`` of kind ``chunk``), in windows of ``max_length`` tokens that overlap by ``stride``, and its best
   span anywhere becomes the answer: cited by the passage's number, highlighted in its sentence by character
-  offsets, with the model's probability (start × end, softmax within the window) as the confidence;
-- the model declines ("Not answerable") when its no-answer score (the first token's start and end logits,
+  offsets, with the model's probability (start × end, each a softmax over the window's passage tokens and the
+  no-answer token, so it does not depend on the padding or the question) as the confidence;
+- the model declines ("Not answerable") when its no-answer score (the start and end logits of the [CLS] token,
   which SQuAD 2.0 models are trained to raise when a passage does not answer) beats the best span's score by
-  more than ``null_threshold``, taking the most answerable window's no-answer score, as SQuAD 2.0's own
-  evaluation does. A SQuAD 1.1 model never learned to decline: give it a large ``null_threshold``.
+  more than ``null_threshold``, taking the most answerable window's no-answer score, as the post-processing
+  of transformers' SQuAD example (``run_qa``) does. A SQuAD 1.1 model never learned to decline: give it a large
+  ``null_threshold``.
+
+One model and tokenizer serve every thread of ``mmkg serve``: a lock keeps one reading at a time, since a fast
+tokenizer's truncation settings change with each call.
 
 The span-selection loop (best start ≤ end within ``max_answer_tokens``, context tokens only) is the standard
 one of the SQuAD readers; it is written here, not taken from transformers' ``question-answering`` pipeline,
@@ -29,7 +35,9 @@ across passages needs, nor the window it came from.
 
 from __future__ import annotations
 
+import inspect
 import re
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -100,11 +108,15 @@ class SpanModelGenerator:
                                   "span model maps tokens to characters by a fast tokenizer's offsets")  # fmt: skip
         if stride >= max_length // 2:
             raise GenerationError(f"stride {stride} must be under half of max_length {max_length}")
-        limit = getattr(self.qa.config, "max_position_embeddings", max_length)
-        self.max_length = min(max_length, limit if limit and limit > 0 else max_length)
+        # what the model and its tokenizer can read (RoBERTa's 514 positions hold 512 tokens: the tokenizer says so)
+        limits = [getattr(self.qa.config, "max_position_embeddings", 0), getattr(self.tokenizer, "model_max_length", 0)]
+        self.max_length = min([max_length, *(n for n in limits if isinstance(n, int) and 0 < n < 1_000_000)])
+        self.stride = min(stride, self.max_length // 2 - 1)  # a model that reads fewer positions overlaps less
         self.qa = self.qa.to(device).eval()
+        # the inputs its forward takes: a BERT tokenizer gives token_type_ids, which DistilBERT's model refuses
+        self.inputs = set(inspect.signature(self.qa.forward).parameters) & set(self.tokenizer.model_input_names)
         self.device = device
-        self.stride = min(stride, self.max_length // 4)  # a model that reads fewer positions overlaps less
+        self._lock = threading.Lock()
         self.max_answer_tokens = max_answer_tokens
         self.null_threshold = null_threshold
         self.batch_size = batch_size
@@ -116,6 +128,10 @@ class SpanModelGenerator:
     def spans(self, question: str, evidence: Sequence[Evidence], top: int = 5) -> tuple[list[SpanHit], float]:
         """The model's ``top`` spans over the chunk passages of ``evidence``, best first, and the lowest
         no-answer score of any window (the most answerable window's)."""
+        with self._lock:
+            return self._spans(question, evidence, top)
+
+    def _spans(self, question: str, evidence: Sequence[Evidence], top: int) -> tuple[list[SpanHit], float]:
         import torch
 
         passages = [ev for ev in evidence if ev.kind == "chunk" and ev.text.strip()]
@@ -137,8 +153,7 @@ class SpanModelGenerator:
         )  # fmt: skip
         windows = enc.pop("overflow_to_sample_mapping").tolist()
         offsets = enc.pop("offset_mapping").tolist()
-        names = set(self.tokenizer.model_input_names)
-        inputs = {k: v for k, v in enc.items() if k in names}
+        inputs = {k: v for k, v in enc.items() if k in self.inputs}
         starts, ends = [], []
         with torch.no_grad():
             for i in range(0, len(windows), self.batch_size):
@@ -155,11 +170,15 @@ class SpanModelGenerator:
             if not in_context:
                 continue
             s_log, e_log = start_logits[w], end_logits[w]
+            ids = enc["input_ids"][w].tolist()
+            # where SQuAD 2.0 models point when a passage does not answer: [CLS] or <s> (first, or last in XLNet)
+            cls = ids.index(self.tokenizer.cls_token_id) if self.tokenizer.cls_token_id in ids else 0
+            null = min(null, float(s_log[cls] + e_log[cls]))
             mask = torch.full_like(s_log, float("-inf"))
             mask[in_context] = 0.0
-            cls = 0  # the first token: [CLS] or <s>, where SQuAD 2.0 models point when a passage does not answer
-            null = min(null, float(s_log[cls] + e_log[cls]))
-            s_prob, e_prob = torch.softmax(s_log, 0), torch.softmax(e_log, 0)
+            keep = mask.clone()
+            keep[cls] = 0.0  # the probabilities: over the passage's tokens and the no-answer token only
+            s_prob, e_prob = torch.softmax(s_log + keep, 0), torch.softmax(e_log + keep, 0)
             # every start and end in the passage, end after start and at most max_answer_tokens on
             pair = (s_log + mask)[:, None] + (e_log + mask)[None, :]
             n = pair.shape[0]
@@ -194,18 +213,23 @@ class SpanModelGenerator:
         answer_type = reading.answer_type if reading is not None else ""
         if reading is not None and reading.method in STRUCTURED and not reading.abstained:
             return reading
+        if reading is not None and reading.abstained and answer_type in ("yes_no", "choice"):
+            return reading  # a span is no yes, no and no option: the reader's decline stands
         hits, null = self.spans(request.question, request.evidence)
+        # the reader's time and the model's: the reading (a backend's "generate" is only the writing up)
         ms = round((time.perf_counter() - t0) * 1e3 + (reading.latency_ms if reading is not None else 0.0), 2)
         candidates = [Candidate(h.text, "SPAN", round(h.score, 4), h.evidence.label,
                                 *self._sentence(h)) for h in hits]  # fmt: skip
-        if not hits or null - hits[0].score > self.null_threshold:
-            why = ("the evidence holds no passage to read" if not hits else
-                   f"the model's no-answer score {null:.2f} beats its best span's {hits[0].score:.2f}")  # fmt: skip
-            return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, guess=hits[0].text if hits else "",
-                               method=METHOD, candidates=candidates, reason=why, latency_ms=ms)  # fmt: skip
+        if not hits:
+            return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, method=METHOD, latency_ms=ms,
+                               reason="the model found no span in the passages shown")  # fmt: skip
         best = hits[0]
         sentence, start, end = self._sentence(best)
         support = Support(best.evidence.label, sentence, start, end, best.evidence.chunk_id, best.start - start)
+        if null - best.score > self.null_threshold:  # declined; the best span stays as the guess, cited
+            why = f"the model's no-answer score {null:.2f} beats its best span's {best.score:.2f}"
+            return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, guess=best.text, method=METHOD,
+                               support=[support], candidates=candidates, reason=why, latency_ms=ms)  # fmt: skip
         return ShortAnswer(best.text, answer_type, round(best.probability, 4), method=METHOD, support=[support],
                            candidates=candidates, latency_ms=ms,
                            reason=f"the span {self.model} points at, of {len(hits)} it scored best "
@@ -218,8 +242,8 @@ class SpanModelGenerator:
         return sentence, hit.start - at, hit.end - at
 
     def generate(self, request: GenerationRequest) -> Generation:
+        reading = self.read(request)  # timed as the reading
         t0 = time.perf_counter()
-        reading = self.read(request)
         text, labels = render_reading(reading)
         return Generation(
             text=text, backend=self.name, model=self.model, prompt_tokens=approx_tokens(request.user),
