@@ -123,7 +123,8 @@ class SpanModelGenerator:
         self.model = Path(model).name or model
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._lock:  # the tokenizer is shared with a reading in another thread
+            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def spans(self, question: str, evidence: Sequence[Evidence], top: int = 5) -> tuple[list[SpanHit], float]:
         """The model's ``top`` spans over the chunk passages of ``evidence``, best first, and the lowest
@@ -232,7 +233,7 @@ class SpanModelGenerator:
                                support=[support], candidates=candidates, reason=why, latency_ms=ms)  # fmt: skip
         return ShortAnswer(best.text, answer_type, round(best.probability, 4), method=METHOD, support=[support],
                            candidates=candidates, latency_ms=ms,
-                           reason=f"the span {self.model} points at, of {len(hits)} it scored best "
+                           reason=f"the span {self.model} scores best of the {len(hits)} it points at "
                                   f"(start + end logit {best.score:.2f}, no-answer {null:.2f})")  # fmt: skip
 
     @staticmethod
