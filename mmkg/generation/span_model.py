@@ -163,6 +163,11 @@ class SpanModelGenerator:
                 ends.append(out.end_logits.float().cpu())
         start_logits, end_logits = torch.cat(starts), torch.cat(ends)
         context = 1 if pad_right else 0  # the sequence id of the passage's tokens
+        # the spans a window may hold: end after start and at most max_answer_tokens on (every window is padded to
+        # the same length)
+        n = start_logits.shape[1]
+        allowed = torch.ones(n, n, dtype=torch.bool).triu().logical_and(
+            torch.ones(n, n, dtype=torch.bool).tril(self.max_answer_tokens - 1))
         hits: list[SpanHit] = []
         null = float("inf")
         for w, p in enumerate(windows):
@@ -180,11 +185,8 @@ class SpanModelGenerator:
             keep = mask.clone()
             keep[cls] = 0.0  # the probabilities: over the passage's tokens and the no-answer token only
             s_prob, e_prob = torch.softmax(s_log + keep, 0), torch.softmax(e_log + keep, 0)
-            # every start and end in the passage, end after start and at most max_answer_tokens on
+            # every start and end in the passage that ``allowed`` allows
             pair = (s_log + mask)[:, None] + (e_log + mask)[None, :]
-            n = pair.shape[0]
-            allowed = torch.ones(n, n, dtype=torch.bool).triu().logical_and(
-                torch.ones(n, n, dtype=torch.bool).tril(self.max_answer_tokens - 1))
             pair = pair.masked_fill(~allowed, float("-inf"))
             flat = pair.flatten()
             k = min(top, int(torch.isfinite(flat).sum()))
@@ -224,9 +226,9 @@ class SpanModelGenerator:
         if not hits:
             return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, method=METHOD, latency_ms=ms,
                                reason="the model found no span in the passages shown")  # fmt: skip
-        best = hits[0]
-        sentence, start, end = self._sentence(best)
-        support = Support(best.evidence.label, sentence, start, end, best.evidence.chunk_id, best.start - start)
+        best, first = hits[0], candidates[0]  # the best span, and it in its sentence
+        support = Support(best.evidence.label, first.sentence, first.start, first.end, best.evidence.chunk_id,
+                          best.start - first.start)  # fmt: skip
         if null - best.score > self.null_threshold:  # declined; the best span stays as the guess, cited
             why = f"the model's no-answer score {null:.2f} beats its best span's {best.score:.2f}"
             return ShortAnswer(NOT_ANSWERABLE, answer_type, 0.0, abstained=True, guess=best.text, method=METHOD,
