@@ -201,7 +201,10 @@ def test_eval_scores_the_span_model_beside_the_reader(art: ArtCorpus, tiny_qa: P
     # has it (every chunk of this small corpus is retrieved), so it answers the lake question wrongly
     assert preds["s3"]["span_model"] == "Uppsala"
     assert report["summary"]["span_model"]["em"] == round(2 / 3, 4)
-    assert report["latency"]["span_model_p50_ms"] > 0 and "| span_model |" in (out / "answers.md").read_text()
+    md = (out / "answers.md").read_text()
+    assert report["latency"]["span_model_p50_ms"] > 0 and "| span_model |" in md
+    # the by-type table has the model's column too, after the baselines
+    assert "| first_sentence | random_choice | span_model |" in md
     bad = CliRunner().invoke(app, ["eval", "sample", "--questions", str(qpath), "--index", index, "--answers", "only",
                                    "--span-model", str(tmp_path / "none")])  # fmt: skip
     assert bad.exit_code == 2 and "cannot load an extractive question-answering model" in bad.output

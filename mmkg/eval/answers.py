@@ -236,13 +236,15 @@ def markdown(r: AnswerReport) -> str:
     for name in r.systems:
         out.append(f"| {name} | " + " | ".join(f"{r.summary[name].get(m, 0.0):.3f}" for m in metrics) + " |")
     groups = list(r.by_type["reader"])
+    # the other systems by their first metric: the baselines, and a span model when one was given
+    others = [s for s in r.systems if s not in ("reader", "not_answerable")]
     out += ["", "By answer type and question shape (both the analysis's) and gold format:", "",
-            "| group | n | " + " | ".join(f"reader {m}" for m in metrics) + " | first_sentence | random_choice |",
-            "|---|---:|" + "---:|" * (len(metrics) + 2)]  # fmt: skip
+            "| group | n | " + " | ".join(f"reader {m}" for m in metrics) + " | " + " | ".join(others) + " |",
+            "|---|---:|" + "---:|" * (len(metrics) + len(others))]  # fmt: skip
     main = metrics[0]
     for g in groups:
         cells = [f"{r.by_type['reader'][g].get(m, 0.0):.3f}" for m in metrics]
-        cells += [f"{r.by_type[s][g].get(main, 0.0):.3f}" for s in ("first_sentence", "random_choice")]
+        cells += [f"{r.by_type[s][g].get(main, 0.0):.3f}" for s in others]
         out.append(f"| {g} | {int(r.by_type['reader'][g]['n'])} | " + " | ".join(cells) + " |")
     if r.thresholds:
         out += ["", f"Reader {main} had it declined below each confidence (the default is {r.min_confidence:.2f}):", "",
