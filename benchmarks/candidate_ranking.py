@@ -15,11 +15,18 @@ with the reader's own scores, and with weights fitted on the ``--train`` sets by
 softmax over each question's candidates, L2-penalized, plain gradient descent), with and without the
 candidates' NER labels as extra features. Weights are fitted on the train sets only; a set not trained on
 is the test. Prints counts, never a question, so validation can be a test set.
+
+With ``--dependency``, each candidate also gets two features from spaCy's dependency parse of its sentence
+(classic QA's syntactic matching, Cui et al. 2005): ``dep_relation``, 1 / (1 + the tree distance from the
+candidate's tokens to the nearest of the question's relation words), and ``dep_asked``, the same to any of the
+question's content words; 0 when the sentence holds none. Rows with the reader's score plus ``w`` times each are
+printed, and the fits see both features.
 """
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -43,7 +50,47 @@ def _dataset(name: str) -> Any:
     return MMLongBench.load(folder / "documents", folder / f"questions_{name}.json").dataset
 
 
-def collect(name: str, index: Path) -> list[Group]:
+def _tree_distance(doc: Any, a: int, b: int, anchor: Any) -> int | None:
+    """Edges of the dependency tree between the tokens of ``doc`` in characters ``[a, b)`` and the nearest token
+    ``anchor`` accepts outside them; None when there is none."""
+    start = [t.i for t in doc if a <= t.idx < b]
+    targets = {t.i for t in doc if anchor(t) and not a <= t.idx < b}
+    if not start or not targets:
+        return None
+    depth = dict.fromkeys(start, 0)
+    queue = deque(start)
+    while queue:
+        i = queue.popleft()
+        if i in targets:
+            return depth[i]
+        for n in (doc[i].head, *doc[i].children):
+            if n.i not in depth:
+                depth[n.i] = depth[i] + 1
+                queue.append(n.i)
+    return None
+
+
+def add_dependency(groups: list[Group], found: list[tuple[Any, list]]) -> None:
+    """``dep_relation`` and ``dep_asked`` of every candidate (see the module docstring), in place."""
+    from mmkg.generation.cells import asked_words
+    from mmkg.generation.question import stem
+    from mmkg.nlp import load_pipeline
+    from mmkg.settings import get_settings
+
+    nlp = load_pipeline(get_settings().spacy_model)
+    texts = sorted({c.sentence for _, cands in found for c in cands})
+    docs = dict(zip(texts, nlp.pipe(texts, batch_size=64), strict=True))
+    for group, (q, cands) in zip(groups, found, strict=True):
+        relation = set(q.relation) | set(q.alternates)
+        asked = {stem(w) for w in asked_words(q.text)}
+        for (features, *_), c in zip(group, cands, strict=True):
+            doc = docs[c.sentence]
+            for key, words in (("dep_relation", relation), ("dep_asked", asked)):
+                d = _tree_distance(doc, c.start, c.end, lambda t, words=words: stem(t.text.lower()) in words)
+                features[key] = 0.0 if d is None else 1.0 / (1.0 + d)
+
+
+def collect(name: str, index: Path, dependency: bool = False) -> list[Group]:
     """Each answered question's candidate list, as the reader scored it."""
     import mmkg.eval.answers as answers
     from mmkg.eval.answer_scoring import score
@@ -52,23 +99,25 @@ def collect(name: str, index: Path) -> list[Group]:
 
     ds = _dataset(name)
     gold = {q.question: (str(q.answer), q.answer_format) for q in ds.questions if q.answer is not None}
-    seen: list[tuple[str, list]] = []
+    seen: list[tuple[Any, list]] = []
     groups: list[Group] = []
+    found: list[tuple[Any, list]] = []  # each group's question analysis and candidates
     original_candidates, original_prepare = reading.Reader.candidates, answers.prepare
 
     def spy(self, q, sentences, value_type, result=None, limit=reading.MAX_SENTENCES):  # type: ignore[no-untyped-def]
         out = original_candidates(self, q, sentences, value_type, result, limit)
-        seen.append((q.text, out))
+        seen.append((q, out))
         return out
 
     def prepare(result, question, **kw):  # type: ignore[no-untyped-def]
         seen.clear()
         out = original_prepare(result, question, **kw)
-        ours = [c for text, c in seen if text == out[0].analysis.text]
+        ours = [(q, c) for q, c in seen if q.text == out[0].analysis.text]
         g, fmt = gold[question]
         hit = (lambda t: score(g, t, fmt) >= 0.5) if fmt else (lambda t: answers.exact_match(g, t) >= 1.0)
         if ours:
-            groups.append([(dict(c.features), c.score, c.label, hit(c.text)) for c in ours[-1]])
+            groups.append([(dict(c.features), c.score, c.label, hit(c.text)) for c in ours[-1][1]])
+            found.append(ours[-1])
         return out
 
     reading.Reader.candidates, answers.prepare = spy, prepare  # type: ignore[method-assign]
@@ -76,6 +125,8 @@ def collect(name: str, index: Path) -> list[Group]:
         answers.run_answers(Index.open(index), ds)
     finally:
         reading.Reader.candidates, answers.prepare = original_candidates, original_prepare  # type: ignore[method-assign]
+    if dependency:
+        add_dependency(groups, found)
     return groups
 
 
@@ -102,17 +153,24 @@ def main(
     sets: Annotated[list[str], typer.Option("--set", help="NAME=INDEX; NAME is dev, val (MMLongBench-Doc) or tw.")],
     train: Annotated[str, typer.Option(help="Comma list of the set names the weights are fitted on.")] = "dev,tw",
     l2: Annotated[str, typer.Option(help="Comma list of L2 penalties to fit with.")] = "0.01,0.1,1",
+    dependency: Annotated[bool, typer.Option(help="Add the dependency-tree features and their rankings.")] = False,
 ) -> None:
     named = dict(s.split("=", 1) for s in sets)
     unknown = set(train.split(",")) - set(named)
     if unknown:
         raise typer.BadParameter(f"--train names {sorted(unknown)}, which no --set gives")
-    groups = {n: [g for g in collect(n, Path(index)) if any(hit for *_, hit in g)] for n, index in named.items()}
+    groups = {n: [g for g in collect(n, Path(index), dependency) if any(hit for *_, hit in g)]
+              for n, index in named.items()}  # fmt: skip
     keys = sorted({k for gs in groups.values() for g in gs for f, *_ in g for k in f})
     print("questions where a candidate scores as the gold: " + ", ".join(f"{n} {len(g)}" for n, g in groups.items()))
     print(f"{'ranking':44}" + "".join(f"{n:>8}" for n in groups))
     own = {n: sum(max(g, key=lambda c: c[1])[3] for g in gs) for n, gs in groups.items()}
     print(f"{'the reader own scores':44}" + "".join(f"{own[n]:>8}" for n in groups))
+    if dependency:
+        for key in ("dep_relation", "dep_asked"):
+            for w in (0.5, 1.0, 2.0, 4.0):
+                top = {n: sum(max(g, key=lambda c: c[1] + w * c[0][key])[3] for g in gs) for n, gs in groups.items()}
+                print(f"{f'the reader + {w:g} x {key}':44}" + "".join(f"{top[n]:>8}" for n in groups))
     for labels in (False, True):
         for penalty in (float(x) for x in l2.split(",")):
             data = {n: [_matrix(g, keys, labels) for g in gs] for n, gs in groups.items()}
