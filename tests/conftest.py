@@ -24,6 +24,12 @@ matplotlib.use("Agg")
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT / "sample_corpus"
+# what tests/data/mg2_sample_golden.json records per preset: the paper's one-round pipeline, so our later steps
+# (a second hop, the page-sentence re-ranking) are switched off there and tested on their own
+MG2_GOLDEN_OFF: dict[str, dict[str, float]] = {
+    "default": {"bridge_weight": 0.0},
+    "longdoc": {"page_sentence_weight": 0.0},
+}
 MPL_SAMPLE = Path(matplotlib.get_data_path()) / "sample_data"
 SHARED = PROJECT.parent / "shared"
 

@@ -208,6 +208,13 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     assert a.chunks[0].sentences[0].text == e.chunks[0].sentences[0].text
     filtered = retrieve(ann, text=q, k=5, filters={"partition": "space"})
     assert {c.partition for c in filtered.chunks} == {"space"}
+    # the page-sentence step reads its pages' sentence vectors from LanceDB by id: the same cosines, the same ranking
+    rows, qv = np.arange(0, len(exact.meta["sentences"]), 3), exact.encode_text(q)
+    got, want = ann.cosines_for_rows("sentences", qv, rows), exact.cosines_for_rows("sentences", qv, rows)
+    assert got.shape == rows.shape and got == pytest.approx(want, abs=1e-5)
+    a, e = retrieve(ann, text=q, k=5, strategy="mg2:longdoc"), retrieve(exact, text=q, k=5, strategy="mg2:longdoc")
+    assert "page_sentences" in a.timings_ms
+    assert [(c.chunk_id, round(c.score, 5)) for c in a.chunks] == [(c.chunk_id, round(c.score, 5)) for c in e.chunks]
     # mKG-RAG reads the candidates' entities and relations from LanceDB by document instead of from memory
     a, e = retrieve(ann, text=q, k=5, strategy="mkg"), retrieve(exact, text=q, k=5, strategy="mkg")
     assert [c.chunk_id for c in a.chunks] == [c.chunk_id for c in e.chunks]
@@ -292,8 +299,9 @@ def test_mg2_answers_match_the_recorded_ones(built: Built):
 
     The file was written by the reader as it was before retrieval became a package of strategies
     (commit "Tests for pictures shared by partitions…"); regenerate it only for an intended change to MG2-RAG.
-    ``default`` is checked with its second hop off (``bridge_weight`` 0): the one-round pipeline the file
-    records; tests/test_bridge.py covers the second round.
+    ``default`` is checked with its second hop off (``bridge_weight`` 0) and ``longdoc`` without its page-sentence
+    re-ranking (``conftest.MG2_GOLDEN_OFF``): the one-round pipeline the file records; tests/test_bridge.py
+    covers the second round, tests/test_page_sentences.py the re-ranking.
     """
     _assert_recorded_mg2_answers(_first_version(built))
 
@@ -306,13 +314,12 @@ def _first_version(built: Built) -> Index:
 
 
 def _assert_recorded_mg2_answers(idx: Index) -> None:
-    from conftest import SAMPLE_CORPUS
+    from conftest import MG2_GOLDEN_OFF, SAMPLE_CORPUS
 
     golden = json.loads((Path(__file__).parent / "data" / "mg2_sample_golden.json").read_text())
     for case in golden:
         query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
-        one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
-        res = retrieve(idx, **query, k=5, preset=case["preset"], **one_round)
+        res = retrieve(idx, **query, k=5, preset=case["preset"], **MG2_GOLDEN_OFF.get(case["preset"], {}))
         assert [c.chunk_id for c in res.chunks] == [w[0] for w in case["chunks"]], case
         assert [c.score for c in res.chunks] == pytest.approx([w[1] for w in case["chunks"]], abs=1e-4), case
 

@@ -368,6 +368,19 @@ class Index:
         vecs = np.asarray(scan["vector"].to_pylist(), dtype=np.float32).reshape(len(got), -1)
         return got, vecs @ q
 
+    def cosines_for_rows(self, name: str, q: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Cosines of some rows of a granularity with ``q``, in the order of ``rows`` (read from LanceDB, by id,
+        when the granularity is searched through its ANN index and its vectors are not in memory)."""
+        if name not in self.tables:
+            return self.vectors[name][rows] @ q
+        if not rows.size:
+            return np.zeros(0, np.float32)
+        ids = self.meta[name]["id"].gather(rows).to_list()
+        scan = self.tables[name].search().where(f"id IN ({_hex_list(ids, 'id')})").select(["id", "vector"])
+        got = scan.limit(len(ids)).to_arrow()
+        vecs = dict(zip(got["id"].to_pylist(), np.asarray(got["vector"].to_pylist(), np.float32), strict=True))
+        return np.asarray([vecs[i] @ q for i in ids], dtype=np.float32)
+
     def encode_text(self, text: str) -> np.ndarray:
         """The query text's vector in the index's space."""
         return self._encoder().encode_text([text])[0]

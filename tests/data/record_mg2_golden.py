@@ -3,9 +3,10 @@
     python tests/data/record_mg2_golden.py
 
 Builds the sample corpus as ``tests/test_index.py``'s fixture does (default resources, so the
-default encoder runtime), asks every recorded case again (``default`` with its second hop off, as the
-test does) and rewrites the file. Run it only for an intended change to what MG2-RAG returns (the
-file's history says which); the test then pins the new answers.
+default encoder runtime), asks every recorded case again (``default`` with its second hop off and ``longdoc``
+without its page-sentence re-ranking, ``conftest.MG2_GOLDEN_OFF``, as the test does) and rewrites the file. Run
+it only for an intended change to what MG2-RAG returns (the file's history says which); the test then pins the
+new answers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 
 def main() -> None:
-    from conftest import SAMPLE_CORPUS
+    from conftest import MG2_GOLDEN_OFF, SAMPLE_CORPUS
     from dagster import DagsterInstance
     from indexing import build
 
@@ -38,8 +39,7 @@ def main() -> None:
         idx = Index.open(data / "index")
         for case in cases:
             query = {"text": case["text"]} if "text" in case else {"image": SAMPLE_CORPUS / case["image"]}
-            one_round = {"bridge_weight": 0.0} if case["preset"] == "default" else {}
-            res = retrieve(idx, **query, k=5, preset=case["preset"], **one_round)
+            res = retrieve(idx, **query, k=5, preset=case["preset"], **MG2_GOLDEN_OFF.get(case["preset"], {}))
             case["chunks"] = [[c.chunk_id, round(c.score, 6)] for c in res.chunks]
     golden_path.write_text("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n]\n")
     print(f"wrote {len(cases)} cases to {golden_path}")

@@ -1,0 +1,96 @@
+"""A page's best sentence re-ranks MG2-RAG's candidate chunks (``page_sentence_weight``), on a real index built
+from a real PDF and a Markdown note: the bonus, the pages it reaches, and the corpora it leaves alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import write_pdf
+
+from mmkg.index import Index
+from mmkg.retrieval.mg2 import MG2, PRESETS
+from mmkg.retrieval.page_sentences import page_maps, rerank
+
+PAGES = [
+    "Harbour Review 2024\nAnnual report of the harbour board",
+    "Shipping traffic grew as container vessels returned to the eastern quay.",
+    "Dredging works deepened the channel so that larger ships can berth at low tide.",
+    "The budget for next year funds a new crane and repairs to the breakwater.",
+    "Contact the harbour office for copies of this review and earlier ones.",
+]
+ASKED = "Dredging works deepened the channel so that larger ships can berth at low tide."  # page 3, word for word
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
+    from dagster import DagsterInstance
+    from indexing import build
+
+    corpus = tmp_path_factory.mktemp("ps-corpus")
+    (corpus / "harbour").mkdir()
+    write_pdf(corpus / "harbour" / "review.pdf", PAGES)
+    (corpus / "notes").mkdir()
+    (corpus / "notes" / "memo.md").write_text("# Memo\n\nThe channel was dredged for larger ships last winter.\n")
+    data = tmp_path_factory.mktemp("ps-data")
+    build(corpus, data, DagsterInstance.ephemeral())
+    return Index.open(data / "index")
+
+
+def _rows(index: Index) -> dict[tuple[str, int | None], int]:
+    """(source path, page) -> chunk row; one chunk per page in this corpus."""
+    located = index.chunks.select("chunk_id", "source_path", "page").iter_rows()
+    where = {cid: (path, page) for cid, path, page in located}
+    return {where[cid]: row for row, cid in enumerate(index.meta["chunks"]["id"].to_list())}
+
+
+def test_every_sentence_knows_its_page_and_page_less_ones_are_marked(index: Index):
+    maps = page_maps(index)
+    rows = _rows(index)
+    assert maps.chunk_page[rows[("notes/memo.md", None)]] == -1
+    pdf_pages = [maps.chunk_page[rows[("harbour/review.pdf", p)]] for p in range(1, 6)]
+    assert min(pdf_pages) >= 0 and len(set(pdf_pages)) == 5  # one code per page
+    assert maps.sentence_page.shape == (len(index.meta["sentences"]),)
+    assert (maps.sentence_page >= 0).sum() >= 5 and (maps.sentence_page == -1).any()  # the memo's sentence
+
+
+def test_the_page_that_says_it_overtakes_a_slightly_better_chunk(index: Index):
+    rows = _rows(index)
+    q = index.encode_text(ASKED)
+    scores = np.full(index.n_chunks, 0.1, np.float32)
+    said, other, memo = rows[("harbour/review.pdf", 3)], rows[("harbour/review.pdf", 2)], rows[("notes/memo.md", None)]
+    scores[other], scores[said], scores[memo] = 0.50, 0.49, 0.48
+    out = rerank(index, scores, q, 0.3, k=3)
+    assert out[said] == pytest.approx(0.49 + 0.3 * 0.50)  # the best sentence of all pages: the whole bonus
+    assert out[said] > out[other] > scores[other]
+    assert out[memo] == pytest.approx(0.48)  # no page, no bonus: its score is left as it was
+    assert rerank(index, scores, q, 0.0, k=3) is scores  # weight 0: nothing computed, nothing changed
+    # bonuses run from nothing (the page whose best sentence is the farthest) to the whole (the page that says it)
+    bonus = [out[rows[("harbour/review.pdf", p)]] - scores[rows[("harbour/review.pdf", p)]] for p in range(1, 6)]
+    assert min(bonus) == pytest.approx(0.0, abs=1e-6) and max(bonus) == pytest.approx(0.15) == bonus[2]
+
+
+def test_chunks_outside_the_filters_stay_out(index: Index):
+    rows = _rows(index)
+    scores = np.full(index.n_chunks, -np.inf, np.float32)
+    scores[rows[("harbour/review.pdf", 2)]] = 0.2
+    out = rerank(index, scores, index.encode_text(ASKED), 0.3, k=3)
+    assert np.isfinite(out).sum() == 1 and 0.2 <= out[rows[("harbour/review.pdf", 2)]] <= 0.2 * 1.3 + 1e-6
+
+
+def test_longdoc_ranks_by_it_and_reports_its_time(index: Index):
+    only = {"source_path": "harbour/review.pdf"}
+    assert PRESETS["longdoc"].page_sentence_weight == 0.2 and PRESETS["default"].page_sentence_weight == 0.0
+    on = MG2(PRESETS["longdoc"], preset="longdoc").run(index, ASKED, None, 5, only)
+    off = MG2(PRESETS["longdoc"].override(page_sentence_weight=0.0), preset="x").run(index, ASKED, None, 5, only)
+    assert "page_sentences" in on.timings_ms and "page_sentences" not in off.timings_ms
+    assert on.chunks[0].page == 3
+    assert sorted(c.page for c in on.chunks) == sorted(c.page for c in off.chunks)  # re-ranked, none lost
+
+
+def test_a_corpus_without_pages_ranks_exactly_as_before(index: Index):
+    only = {"source_path": "notes/memo.md"}
+    on = MG2(PRESETS["longdoc"], preset="longdoc").run(index, "Why was the channel dredged?", None, 3, only)
+    off = MG2(PRESETS["longdoc"].override(page_sentence_weight=0.0), preset="x").run(
+        index, "Why was the channel dredged?", None, 3, only
+    )
+    assert [(c.chunk_id, c.score) for c in on.chunks] == [(c.chunk_id, c.score) for c in off.chunks]
