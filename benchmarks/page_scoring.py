@@ -34,6 +34,9 @@ chunk, as the eval harness does):
   asked type for a person, organization or place (spaCy's NER); other questions are left as they are.
 
 Prints R@1 and R@5 for each setting: a structure mechanism is kept only if it helps on dev and validation.
+``psi`` was kept (twenty-seventh session) as MG2-RAG's ``page_sentence_weight``: since then the default strategy's
+ranking, "today" here, already includes it, and ``psi`` stacks a second copy on top (``benchmarks/
+page_sentences.py`` sweeps the kept step itself).
 """
 
 from __future__ import annotations
