@@ -46,11 +46,17 @@ def _rows(index: Index) -> dict[tuple[str, int | None], int]:
 def test_every_sentence_knows_its_page_and_page_less_ones_are_marked(index: Index):
     maps = page_maps(index)
     rows = _rows(index)
-    assert maps.chunk_page[rows[("notes/memo.md", None)]] == -1
-    pdf_pages = [maps.chunk_page[rows[("harbour/review.pdf", p)]] for p in range(1, 6)]
-    assert min(pdf_pages) >= 0 and len(set(pdf_pages)) == 5  # one code per page
-    assert maps.sentence_page.shape == (len(index.meta["sentences"]),)
-    assert (maps.sentence_page >= 0).sum() >= 5 and (maps.sentence_page == -1).any()  # the memo's sentence
+    memo = rows[("notes/memo.md", None)]
+    assert maps.chunk_page[memo] == -1
+    codes = [maps.chunk_page[rows[("harbour/review.pdf", p)]] for p in range(1, 6)]
+    assert min(codes) >= 0 and len(set(codes)) == 5  # one code per page
+    chunk_of = dict(index.sentences.select("sentence_id", "chunk_id").iter_rows())
+    sentence_ids, chunk_ids = index.meta["sentences"]["id"].to_list(), index.meta["chunks"]["id"].to_list()
+    for p, code in zip(range(1, 6), codes, strict=True):
+        grouped = maps.sentence_rows[maps.offsets[code] : maps.offsets[code + 1]]
+        on_page = chunk_ids[rows[("harbour/review.pdf", p)]]
+        assert grouped.size and {chunk_of[sentence_ids[r]] for r in grouped} == {on_page}
+    assert not {chunk_of[sentence_ids[r]] for r in maps.sentence_rows} & {chunk_ids[memo]}  # the memo's: no page
 
 
 def test_the_page_that_says_it_overtakes_a_slightly_better_chunk(index: Index):

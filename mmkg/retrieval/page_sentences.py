@@ -30,11 +30,12 @@ POOL = 50  # candidate chunks re-ranked (at least k): the depth the page-recall 
 
 @dataclass(frozen=True)
 class PageMaps:
-    """Each chunk row's and each sentence row's page, as a code into ``docs`` (-1: no page)."""
+    """Each chunk row's page as a code (-1: no page), and the sentence rows of each page code, grouped: the
+    rows of page ``c`` are ``sentence_rows[offsets[c]:offsets[c + 1]]``."""
 
     chunk_page: np.ndarray  # int64 per chunk row
-    sentence_page: np.ndarray  # int64 per sentence row
-    chunk_doc: np.ndarray  # the doc_id of each chunk row (object)
+    sentence_rows: np.ndarray  # int64 sentence rows, ordered by their page code (page-less sentences left out)
+    offsets: np.ndarray  # int64, one more than the number of page codes
 
 
 def page_maps(index: Index) -> PageMaps:
@@ -43,20 +44,27 @@ def page_maps(index: Index) -> PageMaps:
 
 
 def _page_maps(index: Index) -> PageMaps:
-    order = index.meta["chunks"].select(pl.col("id").alias("chunk_id"), "doc_id")
-    located = order.join(index.chunks.select("chunk_id", "page"), on="chunk_id", how="left", maintain_order="left")
-    key = pl.when(pl.col("page").is_not_null()).then(pl.col("doc_id") + "#" + pl.col("page").cast(pl.String))
-    located = located.with_columns(key.alias("key"))
-    codes = {k: i for i, k in enumerate(sorted(set(located["key"].drop_nulls().to_list())))}
-    chunk_page = np.asarray([codes.get(k, -1) if k is not None else -1 for k in located["key"].to_list()], np.int64)
-    chunk_row = {cid: i for i, cid in enumerate(located["chunk_id"].to_list())}
-    sentence_chunk = dict(index.sentences.select("sentence_id", "chunk_id").iter_rows())
-    sentence_page = np.asarray(
-        [chunk_page[r] if (r := chunk_row.get(sentence_chunk.get(sid, ""), -1)) >= 0 else -1
-         for sid in index.meta["sentences"]["id"].to_list()],
-        np.int64,
+    chunks = (
+        index.meta["chunks"].select(pl.col("id").alias("chunk_id"), "doc_id")
+        .join(index.chunks.select("chunk_id", "page"), on="chunk_id", how="left", maintain_order="left")
+        .with_columns(pl.when(pl.col("page").is_not_null()).then(pl.struct("doc_id", "page")).alias("key"))
+        .with_columns(pl.col("key").rank("dense").cast(pl.Int64).sub(1).fill_null(-1).alias("code"))
     )  # fmt: skip
-    return PageMaps(chunk_page, sentence_page, located["doc_id"].to_numpy())
+    codes = chunks.select("chunk_id", "code")
+    sentences = (
+        index.meta["sentences"].select(pl.col("id").alias("sentence_id")).with_row_index("row")
+        .join(index.sentences.select("sentence_id", "chunk_id"), on="sentence_id", how="left", maintain_order="left")
+        .join(codes, on="chunk_id", how="left", maintain_order="left")
+        .filter(pl.col("code") >= 0)
+        .sort("code", "row")
+    )  # fmt: skip
+    n_codes = int(chunks["code"].max() or -1) + 1
+    counts = np.bincount(sentences["code"].to_numpy(), minlength=n_codes)
+    return PageMaps(
+        chunk_page=chunks["code"].to_numpy().astype(np.int64),
+        sentence_rows=sentences["row"].to_numpy().astype(np.int64),
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+    )
 
 
 def rerank(index: Index, chunk_scores: np.ndarray, q: np.ndarray, weight: float, k: int) -> np.ndarray:
@@ -71,22 +79,18 @@ def rerank(index: Index, chunk_scores: np.ndarray, q: np.ndarray, weight: float,
     pool = pool[np.isfinite(chunk_scores[pool])]
     maps = page_maps(index)
     pages = maps.chunk_page[pool]
-    if not pool.size or (pages < 0).all():
-        return chunk_scores
-    rows = np.flatnonzero(np.isin(maps.sentence_page, pages[pages >= 0]))
-    cos = index.cosines_for_rows("sentences", q, rows)
-    codes = maps.sentence_page[rows]
-    keep = codes >= 0
-    if not keep.any():
-        return chunk_scores
-    best = np.full(int(maps.chunk_page.max()) + 1, -np.inf)
-    np.maximum.at(best, codes[keep], cos[keep].astype(np.float64))
-    seen = np.isfinite(best)
-    lo, hi = best[seen].min(), best[seen].max()
-    scaled = np.zeros_like(best)
-    scaled[seen] = (best[seen] - lo) / (hi - lo + 1e-9)
+    codes = np.unique(pages[pages >= 0])
+    starts, ends = maps.offsets[codes], maps.offsets[codes + 1]
+    said = ends > starts  # pages with a sentence (a picture-only page has none)
+    codes, starts, ends = codes[said], starts[said], ends[said]
+    if not codes.size:
+        return chunk_scores  # no candidate has a page: a page-less corpus ranks as before
+    rows = np.concatenate([maps.sentence_rows[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)])
+    cos = index.cosines_for_rows("sentences", q, rows).astype(np.float64)
+    best = np.maximum.reduceat(cos, np.concatenate([[0], np.cumsum(ends - starts)[:-1]]))
+    scaled = dict(zip(codes.tolist(), ((best - best.min()) / (best.max() - best.min() + 1e-9)).tolist(), strict=True))
+    bonus = np.asarray([scaled.get(c, 0.0) for c in pages.tolist()])
     top = float(chunk_scores[pool[0]]) or 1.0
     out = np.full_like(chunk_scores, -np.inf)
-    bonus = np.where(pages >= 0, scaled[np.maximum(pages, 0)], 0.0)
     out[pool] = chunk_scores[pool] + weight * abs(top) * bonus
     return out
