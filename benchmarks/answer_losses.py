@@ -13,7 +13,8 @@ answerable" left out), the evidence is gathered and read as ``mmkg ask`` does it
   after lower-casing and dropping punctuation), so a reader that copies could answer it; integers up to 12 are
   counted apart (**small**), since nearly any page holds them;
 - **candidate**: a span candidate the reader scored (every one, not only the five it reports) scores as the gold
-  by the benchmark's rule; where it stands among them is tallied (first, 2-4, 5 or below);
+  by the benchmark's rule, a number as the reader would write it (digits, at the scale the question asks); where
+  it stands among them is tallied (first, 2-4, 5 or below);
 - **chosen**: the reader's best answer scores, declined or not (its guess when it declined);
 - **answered**: the answer it gives scores (a declined one says "Not answerable" and scores 0).
 
@@ -91,12 +92,14 @@ def main(
     from mmkg.generation.answer import prepare, retrieve
     from mmkg.index import Index
 
-    seen: list[tuple[str, list]] = []  # (question text, candidates) of every candidates() call
+    seen: list[tuple[str, list[str]]] = []  # (question text, candidates as answers) of every candidates() call
     original = reading.Reader.candidates
 
     def spy(self, q, sentences, value_type, result=None, limit=reading.MAX_SENTENCES):  # type: ignore[no-untyped-def]
         out = original(self, q, sentences, value_type, result, limit)
-        seen.append((q.text, out))
+        # a number as the reader would answer it: digits, at the scale the question asks ("in millions")
+        seen.append((q.text, [reading._clean_number(c, q, sentences) if value_type == "number" else c.text
+                              for c in out]))  # fmt: skip
         return out
 
     reading.Reader.candidates = spy  # type: ignore[method-assign]  # observe every candidate, not the five kept
@@ -123,7 +126,7 @@ def main(
         r = request.reading
         pages = {f"{Path(e.source_path).name}#{e.page}" for e in ctx.evidence if e.kind == "chunk"}
         ours = [cands for text, cands in seen if text == request.analysis.text]
-        ranks = [i for i, c in enumerate(ours[-1] if ours else []) if score(gold, c.text, fmt) >= 0.5]
+        ranks = [i for i, text in enumerate(ours[-1] if ours else []) if score(gold, text, fmt) >= 0.5]
         stages = {
             "n": True,
             "page": bool(pages & set(q.relevant)),
