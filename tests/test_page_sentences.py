@@ -90,6 +90,10 @@ def test_longdoc_ranks_by_it_and_reports_its_time(index: Index):
     off = MG2(PRESETS["longdoc"].override(page_sentence_weight=0.0), preset="x").run(index, ASKED, None, 5, only)
     assert "page_sentences" in on.timings_ms and "page_sentences" not in off.timings_ms
     assert on.chunks[0].page == 3
+    moved = sum(a.chunk_id != b.chunk_id for a, b in zip(on.chunks, off.chunks, strict=True))
+    said = [n for n in on.notes if "re-ranked by their best sentence" in n]
+    assert said == ([f"{moved} of the top 5 chunks changed place when their pages were re-ranked by their best "
+                     "sentence (page_sentence_weight 0.2)"] if moved else [])  # fmt: skip
     assert sorted(c.page for c in on.chunks) == sorted(c.page for c in off.chunks)  # re-ranked, none lost
 
 
@@ -100,3 +104,4 @@ def test_a_corpus_without_pages_ranks_exactly_as_before(index: Index):
         index, "Why was the channel dredged?", None, 3, only
     )
     assert [(c.chunk_id, c.score) for c in on.chunks] == [(c.chunk_id, c.score) for c in off.chunks]
+    assert not on.notes
