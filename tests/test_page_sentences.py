@@ -43,6 +43,10 @@ def _rows(index: Index) -> dict[tuple[str, int | None], int]:
     return {where[cid]: row for row, cid in enumerate(index.meta["chunks"]["id"].to_list())}
 
 
+def _order(scores: np.ndarray) -> np.ndarray:
+    return np.argsort(-scores, kind="stable")  # what MG2-RAG hands the step
+
+
 def test_every_sentence_knows_its_page_and_page_less_ones_are_marked(index: Index):
     maps = page_maps(index)
     rows = _rows(index)
@@ -65,11 +69,12 @@ def test_the_page_that_says_it_overtakes_a_slightly_better_chunk(index: Index):
     scores = np.full(index.n_chunks, 0.1, np.float32)
     said, other, memo = rows[("harbour/review.pdf", 3)], rows[("harbour/review.pdf", 2)], rows[("notes/memo.md", None)]
     scores[other], scores[said], scores[memo] = 0.50, 0.49, 0.48
-    out = rerank(index, scores, q, 0.3, k=3)
+    top, out = rerank(index, scores, _order(scores), q, 0.3, k=3)
+    assert top[0] == said
     assert out[said] == pytest.approx(0.49 + 0.3 * 0.50)  # the best sentence of all pages: the whole bonus
     assert out[said] > out[other] > scores[other]
     assert out[memo] == pytest.approx(0.48)  # no page, no bonus: its score is left as it was
-    assert rerank(index, scores, q, 0.0, k=3) is scores  # weight 0: nothing computed, nothing changed
+    assert rerank(index, scores, _order(scores), q, 0.0, k=3)[1] is scores  # weight 0: nothing computed or changed
     # bonuses run from nothing (the page whose best sentence is the farthest) to the whole (the page that says it)
     bonus = [out[rows[("harbour/review.pdf", p)]] - scores[rows[("harbour/review.pdf", p)]] for p in range(1, 6)]
     assert min(bonus) == pytest.approx(0.0, abs=1e-6) and max(bonus) == pytest.approx(0.15) == bonus[2]
@@ -79,8 +84,9 @@ def test_chunks_outside_the_filters_stay_out(index: Index):
     rows = _rows(index)
     scores = np.full(index.n_chunks, -np.inf, np.float32)
     scores[rows[("harbour/review.pdf", 2)]] = 0.2
-    out = rerank(index, scores, index.encode_text(ASKED), 0.3, k=3)
-    assert np.isfinite(out).sum() == 1 and 0.2 <= out[rows[("harbour/review.pdf", 2)]] <= 0.2 * 1.3 + 1e-6
+    top, out = rerank(index, scores, _order(scores), index.encode_text(ASKED), 0.3, k=3)
+    kept = rows[("harbour/review.pdf", 2)]
+    assert top == [kept] and np.isfinite(out).sum() == 1 and 0.2 <= out[kept] <= 0.2 * 1.3 + 1e-6
 
 
 def test_longdoc_ranks_by_it_and_reports_its_time(index: Index):

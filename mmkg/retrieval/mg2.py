@@ -455,16 +455,16 @@ class MG2:
         chunk_scores = r[: index.n_chunks].copy()
         if masks["chunks"] is not None:
             chunk_scores[~masks["chunks"]] = -np.inf
-        ranked_by_ppr = None
+        order = np.argsort(-chunk_scores, kind="stable")
+        top = [int(i) for i in order[:k] if np.isfinite(chunk_scores[i])]
         if p.page_sentence_weight > 0 and qt is not None:
             t2 = time.perf_counter()
-            ranked_by_ppr = _top(chunk_scores, k)
-            chunk_scores = page_sentences.rerank(index, chunk_scores, qt, p.page_sentence_weight, k)
+            by_ppr = top
+            top, chunk_scores = page_sentences.rerank(index, chunk_scores, order, qt, p.page_sentence_weight, k)
             timings["page_sentences"] = (time.perf_counter() - t2) * 1e3
-        top = _top(chunk_scores, k)
-        if ranked_by_ppr is not None and (moved := sum(a != b for a, b in zip(top, ranked_by_ppr, strict=False))):
-            result.notes.append(f"{moved} of the top {len(top)} chunks changed place when their pages were "
-                                f"re-ranked by their best sentence (page_sentence_weight {p.page_sentence_weight:g})")
+            if moved := sum(a != b for a, b in zip(top, by_ppr, strict=True)):
+                result.notes.append(f"{moved} of the top {len(top)} chunks changed place when their pages were re-"
+                                    f"ranked by their best sentence (page_sentence_weight {p.page_sentence_weight:g})")
         result.chunks = ev.chunks(index, top, chunk_scores, r, sent_scores, {iid for iid, _ in matched})
         result.entities = self._entities(index, r, result.chunks, linked, bridges)
         result.relations = relations_among(
@@ -496,11 +496,6 @@ class MG2:
         in_result = {c.chunk_id for c in chunks}
         return [ev.entity_hit(index, node, float(r[node]), in_result, hop=0 if node in nodes[: len(linked)] else 1)
                 for node in nodes]  # fmt: skip
-
-
-def _top(scores: np.ndarray, k: int) -> list[int]:
-    """The rows of the k best finite scores, best first (ties in row order)."""
-    return [int(i) for i in np.argsort(-scores, kind="stable")[:k] if np.isfinite(scores[i])]
 
 
 def _describe(refs: References) -> list[str]:

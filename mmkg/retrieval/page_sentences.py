@@ -67,16 +67,21 @@ def _page_maps(index: Index) -> PageMaps:
     )
 
 
-def rerank(index: Index, chunk_scores: np.ndarray, q: np.ndarray, weight: float, k: int) -> np.ndarray:
-    """``chunk_scores`` (per chunk row, -inf outside the filters) with the page-sentence bonus on the top
-    ``max(k, POOL)`` candidates; the others are set below every candidate, so the top k come from the pool.
+def rerank(
+    index: Index, chunk_scores: np.ndarray, order: np.ndarray, q: np.ndarray, weight: float, k: int
+) -> tuple[list[int], np.ndarray]:
+    """The top k chunk rows after the page-sentence bonus, best first, and ``chunk_scores`` with the bonus added.
+
+    ``chunk_scores`` is per chunk row (-inf outside the filters) and ``order`` its stable descending argsort, which
+    the caller has already made: the candidates are its first ``max(k, POOL)`` finite rows, and only they get a
+    bonus and may be returned. Ties keep the row order, as a stable sort of the new scores would.
 
     Only the sentences of the candidates' pages are scored (at most ``POOL`` pages), so the cost does not grow
     with the corpus, in memory or on an ANN-searched sentence table."""
-    if weight <= 0:
-        return chunk_scores
-    pool = np.argsort(-chunk_scores, kind="stable")[: max(k, POOL)]
+    pool = order[: max(k, POOL)]
     pool = pool[np.isfinite(chunk_scores[pool])]
+    if weight <= 0:
+        return pool[:k].tolist(), chunk_scores
     maps = page_maps(index)
     pages = maps.chunk_page[pool]
     codes = np.unique(pages[pages >= 0])
@@ -84,13 +89,13 @@ def rerank(index: Index, chunk_scores: np.ndarray, q: np.ndarray, weight: float,
     said = ends > starts  # pages with a sentence (a picture-only page has none)
     codes, starts, ends = codes[said], starts[said], ends[said]
     if not codes.size:
-        return chunk_scores  # no candidate has a page: a page-less corpus ranks as before
+        return pool[:k].tolist(), chunk_scores  # no candidate has a page: a page-less corpus ranks as before
     rows = np.concatenate([maps.sentence_rows[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)])
     cos = index.cosines_for_rows("sentences", q, rows).astype(np.float64)
     best = np.maximum.reduceat(cos, np.concatenate([[0], np.cumsum(ends - starts)[:-1]]))
     scaled = dict(zip(codes.tolist(), ((best - best.min()) / (best.max() - best.min() + 1e-9)).tolist(), strict=True))
     bonus = np.asarray([scaled.get(c, 0.0) for c in pages.tolist()])
     top = float(chunk_scores[pool[0]]) or 1.0
-    out = np.full_like(chunk_scores, -np.inf)
+    out = chunk_scores.copy()
     out[pool] = chunk_scores[pool] + weight * abs(top) * bonus
-    return out
+    return pool[np.lexsort((pool, -out[pool]))][:k].tolist(), out
