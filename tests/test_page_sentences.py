@@ -63,6 +63,23 @@ def test_every_sentence_knows_its_page_and_page_less_ones_are_marked(index: Inde
     assert not {chunk_of[sentence_ids[r]] for r in maps.sentence_rows} & {chunk_ids[memo]}  # the memo's: no page
 
 
+def test_a_lone_page_without_sentences_still_has_its_offsets(index: Index):
+    """One page in the index (code 0) and none of its sentences: offsets still cover code 0, so a query reads an
+    empty range instead of failing on an index past the end."""
+    from types import SimpleNamespace
+
+    from mmkg.retrieval.page_sentences import _page_maps
+
+    one = index.chunks.filter(index.chunks["page"] == 3)
+    view = SimpleNamespace(
+        chunks=one, meta={"chunks": index.meta["chunks"].filter(index.meta["chunks"]["id"].is_in(one["chunk_id"])),
+                          "sentences": index.meta["sentences"].clear()},
+        sentences=index.sentences.clear(),
+    )  # fmt: skip
+    maps = _page_maps(view)
+    assert maps.chunk_page.tolist() == [0] and maps.offsets.tolist() == [0, 0] and maps.sentence_rows.size == 0
+
+
 def test_the_page_that_says_it_overtakes_a_slightly_better_chunk(index: Index):
     rows = _rows(index)
     q = index.encode_text(ASKED)

@@ -58,7 +58,7 @@ def _page_maps(index: Index) -> PageMaps:
         .filter(pl.col("code") >= 0)
         .sort("code", "row")
     )  # fmt: skip
-    n_codes = int(chunks["code"].max() or -1) + 1
+    n_codes = int(chunks["code"].max()) + 1 if chunks.height else 0  # codes are -1 (no page) and 0..n_codes - 1
     counts = np.bincount(sentences["code"].to_numpy(), minlength=n_codes)
     return PageMaps(
         chunk_page=chunks["code"].to_numpy().astype(np.int64),
