@@ -63,6 +63,27 @@ def write_pdf(path: Path, pages: list[str], image: Image.Image | None = None) ->
     return path
 
 
+def build_index(tmp_path_factory: pytest.TempPathFactory, name: str, files: dict[str, str | list[str]]):
+    """An index built through the Dagster jobs from ``files`` written into a fresh corpus folder (relative path ->
+    a text file's content, or a PDF's pages as a list, ``write_pdf``), opened."""
+    from dagster import DagsterInstance
+    from indexing import build
+
+    from mmkg.index import Index
+
+    corpus = tmp_path_factory.mktemp(f"{name}-corpus")
+    for rel, content in files.items():
+        path = corpus / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, list):
+            write_pdf(path, content)
+        else:
+            path.write_text(content)
+    data = tmp_path_factory.mktemp(f"{name}-data")
+    build(corpus, data, DagsterInstance.ephemeral())
+    return Index.open(data / "index")
+
+
 @pytest.fixture
 def jpeg_bytes(photo: Image.Image) -> bytes:
     buf = io.BytesIO()

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import write_pdf
+from conftest import build_index
 
 from mmkg.index import Index
 from mmkg.retrieval.expansion import expand, load_lexicon
@@ -56,15 +56,7 @@ PAGES = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Index, dict]:
-    from dagster import DagsterInstance
-    from indexing import build
-
-    corpus = tmp_path_factory.mktemp("fin-corpus")
-    (corpus / "port").mkdir()
-    write_pdf(corpus / "port" / "annual.pdf", PAGES)
-    data = tmp_path_factory.mktemp("fin-data")
-    build(corpus, data, DagsterInstance.ephemeral())
-    return Index.open(data / "index"), {"source_path": "port/annual.pdf"}
+    return build_index(tmp_path_factory, "fin", {"port/annual.pdf": PAGES}), {"source_path": "port/annual.pdf"}
 
 
 def _top_pages(index: Index, result, n: int) -> set[int]:

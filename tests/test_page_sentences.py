@@ -4,8 +4,9 @@ from a real PDF and a Markdown note: the bonus, the pages it reaches, and the co
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
-from conftest import write_pdf
+from conftest import build_index
 
 from mmkg.index import Index
 from mmkg.retrieval.mg2 import MG2, PRESETS
@@ -23,17 +24,8 @@ ASKED = "Dredging works deepened the channel so that larger ships can berth at l
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    from dagster import DagsterInstance
-    from indexing import build
-
-    corpus = tmp_path_factory.mktemp("ps-corpus")
-    (corpus / "harbour").mkdir()
-    write_pdf(corpus / "harbour" / "review.pdf", PAGES)
-    (corpus / "notes").mkdir()
-    (corpus / "notes" / "memo.md").write_text("# Memo\n\nThe channel was dredged for larger ships last winter.\n")
-    data = tmp_path_factory.mktemp("ps-data")
-    build(corpus, data, DagsterInstance.ephemeral())
-    return Index.open(data / "index")
+    memo = "# Memo\n\nThe channel was dredged for larger ships last winter.\n"
+    return build_index(tmp_path_factory, "ps", {"harbour/review.pdf": PAGES, "notes/memo.md": memo})
 
 
 def _rows(index: Index) -> dict[tuple[str, int | None], int]:
@@ -70,9 +62,9 @@ def test_a_lone_page_without_sentences_still_has_its_offsets(index: Index):
 
     from mmkg.retrieval.page_sentences import _page_maps
 
-    one = index.chunks.filter(index.chunks["page"] == 3)
+    one = index.chunks.filter(pl.col("page") == 3)
     view = SimpleNamespace(
-        chunks=one, meta={"chunks": index.meta["chunks"].filter(index.meta["chunks"]["id"].is_in(one["chunk_id"])),
+        chunks=one, meta={"chunks": index.meta["chunks"].filter(pl.col("id").is_in(one["chunk_id"].implode())),
                           "sentences": index.meta["sentences"].clear()},
         sentences=index.sentences.clear(),
     )  # fmt: skip

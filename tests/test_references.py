@@ -4,7 +4,7 @@ numbers, and the seed channel on a real index built from a real PDF."""
 from __future__ import annotations
 
 import pytest
-from conftest import write_pdf
+from conftest import build_index
 
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
@@ -68,19 +68,8 @@ PAGES = [
 
 @pytest.fixture(scope="module")
 def report_index(tmp_path_factory: pytest.TempPathFactory) -> Index:
-    from dagster import DagsterInstance
-    from indexing import build
-
-    corpus = tmp_path_factory.mktemp("ref-corpus")
-    (corpus / "harbour").mkdir()
-    write_pdf(corpus / "harbour" / "review.pdf", PAGES)
-    (corpus / "notes").mkdir()
-    (corpus / "notes" / "memo.md").write_text(
-        "# Memo\n\nThe harbour review shows cargo by month in Figure 2. The budget is on a later page.\n"
-    )
-    data = tmp_path_factory.mktemp("ref-data")
-    build(corpus, data, DagsterInstance.ephemeral())
-    return Index.open(data / "index")
+    memo = "# Memo\n\nThe harbour review shows cargo by month in Figure 2. The budget is on a later page.\n"
+    return build_index(tmp_path_factory, "ref", {"harbour/review.pdf": PAGES, "notes/memo.md": memo})
 
 
 def _pages(index: Index, chunk_ids: list[str]) -> list[int]:
