@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from conftest import ArtCorpus
+import pytest
+from conftest import DOCS, ArtCorpus, build_index
 
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
@@ -64,3 +65,35 @@ def test_auto_routes_by_scope_and_linked_entities(art: ArtCorpus):
     plain = retrieve(index, text=QUESTION, k=2, strategy="mg2:default")
     assert [c.chunk_id for c in result.chunks] == [c.chunk_id for c in plain.chunks]
     assert not get_strategy("mg2:auto", alpha=0.3).routed  # overrides apply to default's parameters, unrouted
+
+
+def test_bridge_pages_are_weighed_by_their_cosines_on_an_ann_indexed_chunk_table(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """The entity's own page in two chunks: the one that speaks to the question's relation gets more of the seed.
+    On a chunk table searched through LanceDB's ANN index (vectors not in memory) the cosines are read by id, so
+    the seeds are those of the exact index, not spread evenly."""
+    import mmkg.index.publish as publish
+
+    files = {**DOCS, "art/margit_holm.md": (
+        "# Margit Holm\n\n## Exhibitions\n\n" + "Margit Holm showed forty watercolours of harbours and mills at "
+        "galleries in Gothenburg, Oslo and Copenhagen, and the critics praised her light. " * 10
+        + "\n\n## Early life\n\nMargit Holm was born in Uppsala in 1890, where her father kept a bookshop.\n"
+    )}  # fmt: skip
+    exact = build_index(tmp_path_factory, "bridge-exact", files)
+    monkeypatch.setattr(publish, "ANN_MIN_ROWS", 1)
+    ann = build_index(tmp_path_factory, "bridge-ann", files)
+    assert "chunks" in ann.tables and "chunks" not in exact.tables
+    page = maps(exact).pages["margit holm"]
+    assert page.size == 2 and np.array_equal(maps(ann).pages["margit holm"], page)
+    p = PRESETS["default"]
+    seeds = {}
+    for name, index in (("exact", exact), ("ann", ann)):
+        first = index.ppr(np.full(index.graph.n, 1.0 / index.graph.n), p.alpha)
+        seeds[name], bridges = bridge_seeds(index, first, QUESTION, None, 2, 2, 0.05)
+        assert bridges[0] == "margit holm"
+    texts = exact.chunks["text"].to_list()
+    born = next(int(r) for r in page if "born in Uppsala" in texts[int(r)])
+    other = next(int(r) for r in page if int(r) != born)
+    assert seeds["exact"][born] > 2 * seeds["exact"][other]  # the birth section speaks to "where ... born"
+    assert seeds["ann"] == pytest.approx(seeds["exact"], abs=1e-6)
