@@ -1,0 +1,196 @@
+"""Where within-document page recall is lost, by how many evidence pages a question has; and a coverage re-ranking.
+
+    .venv/bin/python benchmarks/multi_page.py --index /tmp/s26/dev/index
+    .venv/bin/python benchmarks/multi_page.py --index /tmp/s26/val/index \\
+        --dataset ../shared/datasets/mmlongbench-val --questions questions_val.json
+
+MMLongBench-Doc's recall@5 is the share of a question's evidence pages among the first five pages retrieved, so a
+question whose answer spans two pages scores 0.5 when one is found. For MG2-RAG as ``auto`` routes it, within the
+question's document (top 50 chunks, pages ranked by their best chunk), this prints per evidence-page count the
+questions, their mean R@5 and the share of the set's R@5 they lose, and how often the first gold page is ranked
+first, 2-5, 6-10, 11-20, lower, or not reached.
+
+With ``--cover`` (comma-separated weights, 0 first as the baseline) it also tries a diversification of the page
+ranking in the manner of xQuAD (Santos et al. 2010): pages are picked greedily by ``(1 - w)`` × their min-max
+scaled best-chunk score plus ``w`` × the share of the question's content words (spaCy's stop words left out),
+weighted by their inverse page frequency in the document, that the page adds to those the pages already picked
+cover. A two-page question names what each page holds; a page that holds the words the first page lacks should
+rise. With ``--neighbour`` it tries the other reading of two-page evidence, pages next to each other (a table or
+an argument that runs over a page break): each page's scaled score becomes ``(1 - w)`` × its own plus ``w`` × the
+better of the pages before and after it. Counts only, so it can run on validation questions nobody reads.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DATASET = Path(__file__).resolve().parent.parent.parent / "shared/datasets/mmlongbench-dev"
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+
+
+def content_words(text: str) -> set[str]:
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return {w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS and len(w) > 1}
+
+
+@dataclass
+class Covering:
+    """The harness's ``Method``: ``auto``'s route, pages re-ordered by coverage with weight ``weight``."""
+
+    index: Any
+    weight: float
+    name: str = ""
+    setup_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.name = f"cover {self.weight:g}"
+        rows = list(self.index.chunks.select("chunk_id", "doc_id", "page", "text").iter_rows())
+        self.page_of = {c: (d, p) for c, d, p, _ in rows if p is not None}
+        self.page_words: dict[tuple[str, int], set[str]] = {}
+        for _, d, p, t in rows:
+            if p is not None:
+                self.page_words.setdefault((d, p), set()).update(content_words(t))
+        self.df: Counter[tuple[str, str]] = Counter()
+        self.pages: Counter[str] = Counter()
+        for (d, _), ws in self.page_words.items():
+            self.pages[d] += 1
+            self.df.update((d, w) for w in ws)
+
+    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
+        from mmkg.retrieval.mg2 import MG2, PRESETS, route
+
+        chosen = route(self.index, text, filters)
+        with self.index.single_blas_thread():
+            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
+        chunks = [(c.chunk_id, c.score) for c in result.chunks]
+        if self.weight <= 0 or not filters or not chunks or any(c not in self.page_of for c, _ in chunks):
+            return [c for c, _ in chunks]
+        best: dict[tuple[str, int], float] = {}
+        for c, s in chunks:
+            best.setdefault(self.page_of[c], s)
+        order = list(best)
+        doc = order[0][0]
+        idf = {w: math.log(1 + self.pages[doc] / (1 + self.df[(doc, w)])) for w in content_words(text)}
+        idf = {w: v for w, v in idf.items() if self.df[(doc, w)] > 0}
+        if not idf:
+            return [c for c, _ in chunks]
+        total, hi, lo = sum(idf.values()), max(best.values()), min(best.values())
+        covered: set[str] = set()
+        picked: list[tuple[str, int]] = []
+        left = list(order)
+        while left:
+
+            def gain(key: tuple[str, int], covered: set[str] = covered) -> float:
+                new = (self.page_words.get(key, set()) & idf.keys()) - covered
+                scaled = (best[key] - lo) / (hi - lo + 1e-9)
+                return (1 - self.weight) * scaled + self.weight * sum(idf[w] for w in new) / total
+
+            key = max(left, key=gain)  # ties: the first in retrieval order
+            picked.append(key)
+            left.remove(key)
+            covered |= self.page_words.get(key, set()) & idf.keys()
+        rank = {key: i for i, key in enumerate(picked)}
+        return [c for c, _ in sorted(chunks, key=lambda x: rank[self.page_of[x[0]]])]
+
+    def explain(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass
+class Neighbouring(Covering):
+    """Pages re-ordered by ``(1 - w)`` × their own scaled score plus ``w`` × the better of their two neighbours."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.name = f"neighbour {self.weight:g}"
+
+    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
+        from mmkg.retrieval.mg2 import MG2, PRESETS, route
+
+        chosen = route(self.index, text, filters)
+        with self.index.single_blas_thread():
+            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
+        chunks = [(c.chunk_id, c.score) for c in result.chunks]
+        if self.weight <= 0 or not filters or not chunks or any(c not in self.page_of for c, _ in chunks):
+            return [c for c, _ in chunks]
+        best: dict[tuple[str, int], float] = {}
+        for c, s in chunks:
+            best.setdefault(self.page_of[c], s)
+        hi, lo = max(best.values()), min(best.values())
+        scaled = {k: (v - lo) / (hi - lo + 1e-9) for k, v in best.items()}
+        w = self.weight
+        new = {(d, p): (1 - w) * v + w * max(scaled.get((d, p - 1), 0.0), scaled.get((d, p + 1), 0.0))
+               for (d, p), v in scaled.items()}  # fmt: skip
+        rank = {key: i for i, key in enumerate(sorted(best, key=lambda k: -new[k]))}
+        return [c for c, _ in sorted(chunks, key=lambda x: rank[self.page_of[x[0]]])]
+
+
+def _bucket(first_hit: int | None) -> str:
+    if first_hit is None:
+        return "not reached"
+    for top, name in ((1, "1"), (5, "2-5"), (10, "6-10"), (20, "11-20")):
+        if first_hit <= top:
+            return name
+    return "lower"
+
+
+def main(
+    index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
+    dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
+    questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
+    cover: Annotated[str, typer.Option(help="Comma-separated coverage weights; the first is the baseline.")] = "0",
+    neighbour: Annotated[str, typer.Option(help="Comma-separated weights of the neighbouring pages' scores.")] = "",
+) -> None:
+    from mmkg.eval.datasets import MMLongBench
+    from mmkg.eval.runner import run_eval
+    from mmkg.index import Index
+
+    idx = Index.open(index)
+    ds = MMLongBench.load(dataset / "documents", dataset / questions).dataset
+    methods = [Covering(idx, float(w)) for w in cover.split(",")]
+    methods += [Neighbouring(idx, float(w)) for w in neighbour.split(",") if w]
+    report = run_eval(idx, ds, methods, ks=[1, 5], depth=50)
+    base = methods[0].name
+    n: Counter[str] = Counter()
+    lost: Counter[str] = Counter()
+    first: Counter[str] = Counter()
+    for q in report.questions:
+        got = q.get("results", {}).get("document")
+        if not got:
+            continue
+        relevant = set(q["relevant"])
+        kind = f"{min(len(relevant), 3)}{'+' if len(relevant) >= 3 else ''} page{'s' if len(relevant) > 1 else ''}"
+        n[kind] += 1
+        lost[kind] += 1 - len(relevant & set(got[base]["ranked"][:5])) / len(relevant)
+        first[_bucket(got[base]["first_hit"])] += 1
+    total = sum(n.values())
+    print(f"{index}: {total} answerable questions, within their document, {base}")
+    print(f"{'evidence':10} {'n':>4} {'R@5':>6} {'R@5 lost of the set':>20}")
+    for kind in sorted(n):
+        print(f"{kind:10} {n[kind]:>4} {1 - lost[kind] / n[kind]:>6.3f} {lost[kind] / total:>20.3f}")
+    print("first gold page at rank: " + ", ".join(f"{k} {first[k]}" for k in
+                                                   ("1", "2-5", "6-10", "11-20", "lower", "not reached")))  # fmt: skip
+    for m in methods[1:]:
+        s = report.summary["document"][m.name]
+        wins = sum(q["results"]["document"][m.name]["metrics"]["recall@5"]
+                   > q["results"]["document"][base]["metrics"]["recall@5"]
+                   for q in report.questions if q.get("results", {}).get("document"))  # fmt: skip
+        losses = sum(q["results"]["document"][m.name]["metrics"]["recall@5"]
+                     < q["results"]["document"][base]["metrics"]["recall@5"]
+                     for q in report.questions if q.get("results", {}).get("document"))  # fmt: skip
+        print(f"{m.name}: R@1 {s['recall@1']:.3f} R@5 {s['recall@5']:.3f}, R@5 against {base}: +{wins} -{losses}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
