@@ -7,8 +7,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import lancedb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pytest
 from dagster import DagsterInstance, materialize
 from indexing import GLOBAL, PARTITIONED, build
@@ -201,6 +203,12 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     ann = Index.open(data / "index")
     # the sample's larger tables: MG2-RAG's sentences, mKG-RAG's entities per document and relations
     assert ann.manifest.ann_indexed == ["sentences", "document_entities", "relations"] and "sentences" in ann.tables
+    lance = lancedb.connect(str(data / "index" / "lance"))
+    wanted = {("id", "BTree"), ("doc_id", "BTree"), ("vector", "IvfFlat")}
+    for name in ann.manifest.ann_indexed:  # readers filter these by id and by document through B-trees
+        table = lance.open_table(name)
+        assert {(i.columns[0], i.index_type) for i in table.list_indices()} >= wanted, name
+        assert table.schema.field("id").type == pa.string() and table.schema.field("doc_id").type == pa.string()
     exact = Index.open(built.data / "index")
     q = "Who found a moth in the Harvard Mark II relay?"
     a, e = retrieve(ann, text=q, k=5), retrieve(exact, text=q, k=5)
@@ -224,6 +232,32 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     assert [x.relation_id for x in a.relations] == [x.relation_id for x in e.relations]
 
 
+def test_key_columns_an_older_mmkg_wrote_as_large_strings_get_b_trees(tmp_path: Path):
+    """A table published before key indexes (ids as LargeUtf8, on which Lance builds no B-tree) is altered to Utf8
+    and indexed on the next publish that indexes it; its rows and what a filter by id reads are unchanged."""
+    from lancedb.index import BTree
+
+    from mmkg.index.publish import KEY_COLUMNS, _key_indexes
+
+    vecs = np.random.default_rng(3).normal(size=(300, 8)).astype(np.float32)
+    ids = [f"{i:016x}" for i in range(300)]
+    rows = pa.table({"id": pa.array(ids, pa.large_string()), "partition": pa.array(["p"] * 300, pa.large_string()),
+                     "doc_id": pa.array([f"{i // 30:08x}" for i in range(300)], pa.large_string()),
+                     "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), 8)})  # fmt: skip
+    tbl = lancedb.connect(str(tmp_path)).create_table("chunks", rows)
+    with pytest.raises(ValueError, match="LargeUtf8"):  # why the columns are altered first
+        tbl.create_index("id", config=BTree())
+    _key_indexes(tbl)
+    assert {tuple(i.columns) for i in tbl.list_indices() if i.index_type == "BTree"} == {(c,) for c in KEY_COLUMNS}
+    assert tbl.schema.field("id").type == pa.string() and tbl.schema.field("partition").type == pa.large_string()
+    got = tbl.search().where("id IN ('000000000000002a', '0000000000000007')").select(["id", "vector"]).to_arrow()
+    assert sorted(got["id"].to_pylist()) == [ids[7], ids[42]]
+    assert np.asarray(got.sort_by("id")["vector"].to_pylist(), np.float32) == pytest.approx(vecs[[7, 42]])
+    assert tbl.search().where("doc_id IN ('00000003')").select(["id"]).limit(100).to_arrow().num_rows == 30
+    _key_indexes(tbl)  # again after an update: replaced, not duplicated
+    assert sum(i.index_type == "BTree" for i in tbl.list_indices()) == 2 and tbl.count_rows() == 300
+
+
 def test_product_quantized_tables_give_exact_cosines(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """IVF_PQ's own distances are quantized; the reader re-ranks its candidates by the stored vectors."""
     data = _publish_with_ann(built, tmp_path, monkeypatch, "IVF_PQ")
@@ -242,9 +276,6 @@ def test_product_quantized_tables_give_exact_cosines(built: Built, tmp_path: Pat
 
 def test_quantized_distances_are_re_ranked_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """On 3,000 vectors (more than PQ's 256 codes per sub-vector) IVF_PQ's own distances are far off."""
-    import lancedb
-    import pyarrow as pa
-
     import mmkg.index.reader as reader
 
     rng = np.random.default_rng(7)
@@ -268,8 +299,6 @@ def test_quantized_distances_are_re_ranked_exactly(tmp_path: Path, monkeypatch: 
 
 def test_tables_written_in_batches_hold_the_same_rows(built: Built, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A first publish writes each LanceDB table WRITE_ROWS at a time (one batch's copy in memory); same rows."""
-    import lancedb
-
     import mmkg.index.publish as publish
 
     data = tmp_path / "data"

@@ -25,6 +25,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
+from lancedb.index import BTree
 
 from mmkg.embedding import chunk_texts
 from mmkg.entities import merge_mentions
@@ -63,6 +64,8 @@ Probe = Callable[["Index"], list[str]]
 
 ANN_MIN_ROWS = 100_000  # below this, exact search over vectors in memory is fast and exact
 ANN_INDEX_TYPE = "IVF_PQ"
+#: what readers filter an ANN-searched table by: rows by id (a second hop's pages), rows of some documents
+KEY_COLUMNS = ("id", "doc_id")
 _SAFE_PARTITION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 _HEX_ID = re.compile(r"^[0-9a-f]{8,64}$")
 
@@ -124,7 +127,26 @@ def _arrow(df: pl.DataFrame, name: str, dim: int) -> pa.Table:
         hashlib.blake2b(f"{i}\x1f{p}\x1f{d}\x1f".encode() + v.tobytes(), digest_size=12).hexdigest()
         for i, p, d, v in zip(out["id"], out["partition"], out["doc_id"], vecs, strict=True)
     ]
-    return out.with_columns(pl.Series("digest", digests, dtype=pl.String)).to_arrow()
+    rows = out.with_columns(pl.Series("digest", digests, dtype=pl.String)).to_arrow()
+    # polars writes strings as LargeUtf8, on which Lance builds no B-tree (``_key_indexes``): plain Utf8
+    return rows.cast(pa.schema([pa.field(f.name, pa.string()) if pa.types.is_large_string(f.type) else f
+                                for f in rows.schema]))  # fmt: skip
+
+
+def _key_indexes(tbl: Any) -> None:
+    """B-tree indexes on the columns readers filter an ANN-searched table by (``id IN``, ``doc_id IN``).
+
+    Without them each such filter scans the whole column: on a 150,000-row table, 40 rows read by id took 19.0 ms
+    (p50) and a search within three documents 17.8 ms; with them 8.6 and 9.3 ms (``benchmarks/key_indexes.py``).
+    Lance builds a B-tree on Utf8 only, so a key column that an older mmkg wrote as LargeUtf8 is altered to Utf8
+    first (with the two B-trees, 0.15 s on that table).
+    """
+    large = [{"path": c, "data_type": pa.string()} for c in KEY_COLUMNS
+             if pa.types.is_large_string(tbl.schema.field(c).type)]  # fmt: skip
+    if large:
+        tbl.alter_columns(*large)
+    for column in KEY_COLUMNS:
+        tbl.create_index(column, config=BTree(), replace=True)
 
 
 WRITE_ROWS = 100_000  # rows converted and written per LanceDB call: one batch's copy in memory, not the table's
@@ -436,6 +458,7 @@ def _publish(
                 num_sub_vectors=max(1, encoder.dim // 16),
                 replace=True,
             )
+            _key_indexes(tbl)
             ann.append(name)
         lance_versions[name] = tbl.version
 
