@@ -19,7 +19,10 @@ rise. With ``--neighbour`` it tries the other reading of two-page evidence, page
 an argument that runs over a page break): each page's scaled score becomes ``(1 - w)`` × its own plus ``w`` × the
 better of the pages before and after it. With ``--decompose``, a question with a coordination of nouns, numbers or
 adjectives ("with family and friends") is also asked once per conjunct, and the page rankings are fused by
-reciprocal rank, the parts weighted ``w``. Counts only, so it can run on validation questions nobody reads.
+reciprocal rank, the parts weighted ``w``. With ``--section``, each page's scaled score is mixed with the best of
+the other retrieved pages that share one of its sections (``mmkg.sections``' heading paths), and the two-page
+questions are counted by whether their pages share a section. Counts only, so it can run on validation questions
+nobody reads.
 """
 
 from __future__ import annotations
@@ -153,6 +156,33 @@ class Neighbouring(Reordering):
         return sorted(best, key=lambda k: -new[k])
 
 
+@dataclass
+class Sectioning(Reordering):
+    """Pages re-ordered by ``(1 - w)`` × their own scaled score plus ``w`` × the best scaled score of another
+    retrieved page in one of their sections (``mmkg.sections.chunk_sections``: the heading paths of its chunks)."""
+
+    label = "section"
+
+    def __post_init__(self) -> None:
+        from mmkg.sections import chunk_sections
+
+        super().__post_init__()
+        chunks = self.index.payload("chunks")
+        paths = chunk_sections(chunks, self.index.payload("documents"))
+        self.sections: dict[tuple[str, int], set[str]] = {}
+        for d, p, path in zip(chunks["doc_id"], chunks["page"], paths, strict=True):
+            if p is not None and path:
+                self.sections.setdefault((d, p), set()).add(path)
+
+    def order_pages(self, text: str, best: dict[tuple[str, int], float]) -> list[tuple[str, int]] | None:
+        scaled, w = _scaled(best), self.weight
+        new = {key: (1 - w) * v + w * max((scaled[other] for other in scaled if other != key
+                                           and self.sections.get(key, set()) & self.sections.get(other, set())),
+                                          default=0.0)
+               for key, v in scaled.items()}  # fmt: skip
+        return sorted(best, key=lambda k: -new[k])
+
+
 def question_parts(question: str, nlp: Any) -> list[str]:
     """The question once per conjunct of its first coordination of nouns, numbers or adjectives (spaCy's ``conj``):
     "time spent with family and friends" -> "... with family ...", "... with friends ..."; none without one."""
@@ -208,6 +238,44 @@ def _bucket(first_hit: int | None) -> str:
     return "lower"
 
 
+def _section_pairs(report: Any, base: str, sections: dict[tuple[str, int], set[str]], idx: Any) -> None:
+    """For two-page questions: how often the two pages share a section (against one other page of the document
+    drawn at random), how many pages such a section holds, and for those with one page in the first five, whether
+    the missing page shares the found page's section or is next to it."""
+    import random
+
+    doc_of = {Path(path).name: d for d, path in idx.documents.select("doc_id", "source_path").iter_rows()}
+    doc_pages: dict[str, list[tuple[str, int]]] = {}
+    for key in sections:
+        doc_pages.setdefault(key[0], []).append(key)
+    rng, c = random.Random(0), Counter()
+    for q in report.questions:
+        got = q.get("results", {}).get("document")
+        if not got or len(q["relevant"]) != 2:
+            continue
+        (f1, p1), (f2, p2) = [(r.rsplit("#", 1)[0], int(r.rsplit("#", 1)[1])) for r in q["relevant"]]
+        a, b = (doc_of[f1], p1), (doc_of[f2], p2)
+        shared = sections.get(a, set()) & sections.get(b, set())
+        c["two-page questions"] += 1
+        c["pages next to each other"] += a[0] == b[0] and abs(p1 - p2) == 1
+        c["pages share a section"] += bool(shared)
+        others = [k for k in doc_pages.get(a[0], []) if k != a]
+        c["a random other page shares the first's section"] += bool(others) and bool(
+            sections.get(a, set()) & sections.get(rng.choice(others), set()))
+        c["pages in the smallest shared section (sum)"] += min(
+            (sum(path in sections[k] for k in doc_pages[a[0]]) for path in shared), default=0)
+        top = set(got[base]["ranked"][:5])
+        found = [key for key, r in ((a, q["relevant"][0]), (b, q["relevant"][1])) if r in top]
+        if len(found) == 1:
+            miss = b if found[0] == a else a
+            c["one of the two in the first five"] += 1
+            near = sections.get(miss, set()) & sections.get(found[0], set())
+            c["  the missing page shares its section"] += bool(near)
+            c["  the missing page is next to it"] += abs(miss[1] - found[0][1]) == 1
+    for key, v in c.items():
+        print(f"{key:56}{v:>5}")
+
+
 def main(
     index: Annotated[Path, typer.Option(help="A built MMLongBench-Doc index (mmkg eval mmlongbench --data-root ...).")],
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder (documents/, the questions).")] = DATASET,
@@ -215,6 +283,7 @@ def main(
     cover: Annotated[str, typer.Option(help="Comma-separated coverage weights; the first is the baseline.")] = "0",
     neighbour: Annotated[str, typer.Option(help="Comma-separated weights of the neighbouring pages' scores.")] = "",
     decompose: Annotated[str, typer.Option(help="Comma-separated weights of the question's parts' rankings.")] = "",
+    section: Annotated[str, typer.Option(help="Comma-separated weights of the best page in a page's section.")] = "",
 ) -> None:
     from mmkg.eval.datasets import MMLongBench
     from mmkg.eval.runner import run_eval
@@ -225,6 +294,7 @@ def main(
     methods = [Covering(idx, float(w)) for w in cover.split(",")]
     methods += [Neighbouring(idx, float(w)) for w in neighbour.split(",") if w]
     methods += [Decomposing(idx, float(w)) for w in decompose.split(",") if w]
+    methods += [Sectioning(idx, float(w)) for w in section.split(",") if w]
     report = run_eval(idx, ds, methods, ks=[1, 5], depth=50)
     base = methods[0].name
     n: Counter[str] = Counter()
@@ -246,6 +316,9 @@ def main(
         print(f"{kind:10} {n[kind]:>4} {1 - lost[kind] / n[kind]:>6.3f} {lost[kind] / total:>20.3f}")
     print("first gold page at rank: " + ", ".join(f"{k} {first[k]}" for k in
                                                    ("1", "2-5", "6-10", "11-20", "lower", "not reached")))  # fmt: skip
+    sectioned = next((m for m in methods if isinstance(m, Sectioning)), None)
+    if sectioned is not None:
+        _section_pairs(report, base, sectioned.sections, idx)
     for m in methods[1:]:
         s = report.summary["document"][m.name]
         wins = sum(q["results"]["document"][m.name]["metrics"]["recall@5"]
