@@ -26,6 +26,11 @@ With ``--shapes``, it also tallies what the Str golds look like where they are w
 candidate scores as them: a whole line of the context (a heading, a label), a noun phrase of spaCy's parse of
 the lines holding it, one word, and the answer type the question analysis gave. Counts only, again.
 
+With ``--lists``, it also tallies the List-format questions (left out above) that a list of sub-answers could
+answer: those that split at a coordination of spaCy's parse (``multi_page.question_parts``: "how many strengths
+and weaknesses"), those whose gold has as many items as the question has parts, and those whose items are all
+numbers. It is the ceiling of answering each part on its own and listing the answers.
+
 Answers by other methods than the span reader (arithmetic, lookups, counts) count as chosen and answered when
 they score, and as candidates only through the span reader. Prints counts only, never a question, so it can
 run on validation questions nobody reads.
@@ -42,6 +47,7 @@ from typing import Annotated
 import typer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DATASET = Path(__file__).resolve().parent.parent.parent / "shared/datasets/mmlongbench-dev"
 FORMATS = ("Str", "Int", "Float")
@@ -85,6 +91,7 @@ def main(
     questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
     shapes: Annotated[bool, typer.Option(help="Also tally the shapes of Str golds written but no candidate.")] = False,
     where: Annotated[bool, typer.Option(help="Also tally where golds are written beyond the context.")] = False,
+    lists: Annotated[bool, typer.Option(help="Also tally List questions that split into as many parts.")] = False,
 ) -> None:
     from mmkg.eval.answer_scoring import score
     from mmkg.eval.datasets import MMLongBench
@@ -166,11 +173,36 @@ def main(
         print(f"{'format':8}" + "".join(f"{c:>16}" for c in spots))
         for fmt, c in located.items():
             print(f"{fmt:8}" + "".join(f"{c[col]:>16}" for col in spots))
+    if lists:
+        _list_parts(ds.questions)
     if shapes:
         print(f"Str golds written in the context that no candidate scores as ({missed['n']}):")
         for key, n in sorted(missed.items()):
             if key != "n":
                 print(f"  {key:32}{n:>5}")
+
+
+def _list_parts(questions: list) -> None:
+    from multi_page import question_parts
+
+    from mmkg.eval.answer_scoring import _as_list
+    from mmkg.nlp import load_pipeline
+    from mmkg.settings import get_settings
+
+    nlp = load_pipeline(get_settings().spacy_model)
+    c: Counter[str] = Counter()
+    for q in questions:
+        if q.answer_format != "List" or q.answer is None:
+            continue
+        parts, gold = question_parts(q.question, nlp), _as_list(q.answer)
+        c["List questions"] += 1
+        c["split at a coordination"] += bool(parts)
+        c["  into as many parts as gold items"] += bool(parts) and len(parts) == len(gold)
+        c["    whose items are all numbers"] += bool(parts) and len(parts) == len(gold) and all(
+            _NUMBER.fullmatch(str(g).strip().rstrip("%")) for g in gold)
+    for key in ("List questions", "split at a coordination", "  into as many parts as gold items",
+                "    whose items are all numbers"):  # fmt: skip
+        print(f"{key:40}{c[key]:>5}")
 
 
 def _text_of(page_texts: dict[tuple[str, int], list[str]], keys: set[tuple[str, int]]) -> str:
