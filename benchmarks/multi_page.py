@@ -21,8 +21,9 @@ better of the pages before and after it. With ``--decompose``, a question with a
 adjectives ("with family and friends") is also asked once per conjunct, and the page rankings are fused by
 reciprocal rank, the parts weighted ``w``. With ``--section``, each page's scaled score is mixed with the best of
 the other retrieved pages that share one of its sections (``mmkg.sections``' heading paths), and the two-page
-questions are counted by whether their pages share a section. Counts only, so it can run on validation questions
-nobody reads.
+questions are counted by whether their pages share a section. With ``--continue`` (ranks), the page after the first
+one is moved up to that rank when it opens inside the same section. Counts only, so it can run on validation
+questions nobody reads.
 """
 
 from __future__ import annotations
@@ -183,6 +184,54 @@ class Sectioning(Reordering):
         return sorted(best, key=lambda k: -new[k])
 
 
+@dataclass
+class Continuing(Reordering):
+    """The page after the first-ranked one moved up to rank ``w`` (2: second) when it opens inside the same section,
+    its first chunk under the heading path of the first page's last chunk: a table, a list or an argument that
+    runs over the page break. Retrieved or not: its first chunk is added when none of its chunks was."""
+
+    label = "continue"
+
+    def __post_init__(self) -> None:
+        from mmkg.sections import chunk_sections
+
+        super().__post_init__()
+        chunks = self.index.payload("chunks")
+        paths = chunk_sections(chunks, self.index.payload("documents"))
+        self.first: dict[tuple[str, int], tuple[int, str, str]] = {}  # page: (chunk index, chunk id, its path)
+        self.last: dict[tuple[str, int], tuple[int, str]] = {}
+        rows = zip(chunks["doc_id"], chunks["page"], chunks["chunk_index"], chunks["chunk_id"], paths, strict=True)
+        for d, p, i, c, path in rows:
+            if p is None or i is None:
+                continue
+            if (d, p) not in self.first or i < self.first[(d, p)][0]:
+                self.first[(d, p)] = (i, c, path)
+            if (d, p) not in self.last or i > self.last[(d, p)][0]:
+                self.last[(d, p)] = (i, path)
+        self.fired = 0
+
+    def search(self, text: str, depth: int, filters: dict | None = None) -> list[str]:
+        chunks = [c for c, _ in self.ranked(text, depth, filters)]
+        if self.weight < 2 or not filters or not chunks or any(c not in self.page_of for c in chunks):
+            return chunks
+        order = list(dict.fromkeys(self.page_of[c] for c in chunks))
+        top = order[0]
+        after = (top[0], top[1] + 1)
+        path = self.last[top][1] if top in self.last else ""
+        if not path or after not in self.first or self.first[after][2] != path:
+            return chunks
+        at = int(self.weight) - 1
+        if after in order and order.index(after) <= at:
+            return chunks
+        self.fired += 1
+        order = [p for p in order if p != after]
+        order.insert(at, after)
+        by_page: dict[tuple[str, int], list[str]] = {}
+        for c in chunks:
+            by_page.setdefault(self.page_of[c], []).append(c)
+        return [c for page in order for c in by_page.get(page, [self.first[page][1]])]
+
+
 def question_parts(question: str, nlp: Any) -> list[str]:
     """The question once per conjunct of its first coordination of nouns, numbers or adjectives (spaCy's ``conj``):
     "time spent with family and friends" -> "... with family ...", "... with friends ..."; none without one."""
@@ -284,6 +333,7 @@ def main(
     neighbour: Annotated[str, typer.Option(help="Comma-separated weights of the neighbouring pages' scores.")] = "",
     decompose: Annotated[str, typer.Option(help="Comma-separated weights of the question's parts' rankings.")] = "",
     section: Annotated[str, typer.Option(help="Comma-separated weights of the best page in a page's section.")] = "",
+    continued: Annotated[str, typer.Option("--continue", help="Comma-separated ranks (2-5) for the next page.")] = "",
 ) -> None:
     from mmkg.eval.datasets import MMLongBench
     from mmkg.eval.runner import run_eval
@@ -295,6 +345,7 @@ def main(
     methods += [Neighbouring(idx, float(w)) for w in neighbour.split(",") if w]
     methods += [Decomposing(idx, float(w)) for w in decompose.split(",") if w]
     methods += [Sectioning(idx, float(w)) for w in section.split(",") if w]
+    methods += [Continuing(idx, float(w)) for w in continued.split(",") if w]
     report = run_eval(idx, ds, methods, ks=[1, 5], depth=50)
     base = methods[0].name
     n: Counter[str] = Counter()
@@ -328,6 +379,7 @@ def main(
                      < q["results"]["document"][base]["metrics"]["recall@5"]
                      for q in report.questions if q.get("results", {}).get("document"))  # fmt: skip
         fired = f", {m.fired} questions split" if isinstance(m, Decomposing) else ""
+        fired = f", {m.fired} next pages moved" if isinstance(m, Continuing) else fired
         against = f"R@5 against {base}: +{wins} -{losses}{fired}"
         print(f"{m.name}: R@1 {s['recall@1']:.3f} R@5 {s['recall@5']:.3f}, {against}")
 
