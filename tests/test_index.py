@@ -203,6 +203,8 @@ def test_ann_indexed_tables_give_the_same_answer(built: Built, tmp_path: Path, m
     ann = Index.open(data / "index")
     # the sample's larger tables: MG2-RAG's sentences, mKG-RAG's entities per document and relations
     assert ann.manifest.ann_indexed == ["sentences", "document_entities", "relations"] and "sentences" in ann.tables
+    info = CliRunner().invoke(app, ["index", "info", "--index", str(data / "index"), "--json"])
+    assert info.exit_code == 0 and json.loads(info.output)["ann_indexed"] == ann.manifest.ann_indexed
     lance = lancedb.connect(str(data / "index" / "lance"))
     wanted = {("id", "BTree"), ("doc_id", "BTree"), ("vector", "IvfFlat")}
     for name in ann.manifest.ann_indexed:  # readers filter these by id and by document through B-trees

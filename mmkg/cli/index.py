@@ -32,7 +32,7 @@ from mmkg.cli.common import (
 
 @index_app.command("info")
 def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Version, counts, encoder and size on disk of the current index."""
+    """Version, counts, encoder, ANN-indexed tables and size on disk of the current index."""
     from mmkg.index.integrity import describe
 
     try:
@@ -51,6 +51,7 @@ def index_info(index: IndexPath = None, as_json: Annotated[bool, typer.Option("-
     t.add_row("partitions", ", ".join(info["partitions"]))
     for key, value in info["counts"].items():
         t.add_row(key, f"{value:,}")
+    t.add_row("ANN-indexed tables", ", ".join(info["ann_indexed"]) or "none: all searched exactly, in memory")
     t.add_row("size on disk", f"{info['size_bytes'] / 2**20:.1f} MiB")
     console.print(t)
 

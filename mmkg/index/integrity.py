@@ -149,7 +149,8 @@ def open_version(root: Path, version: str | None = None, check_sizes: bool = Tru
 
 
 def describe(root: Path, version: str | None = None) -> dict:
-    """Version, creation time, encoder, partitions, counts and size on disk, from the manifest alone.
+    """Version, creation time, encoder, partitions, counts, ANN-indexed tables and size on disk, from the manifest
+    alone.
 
     What ``mmkg index info`` prints: no vector, graph or model is read, so it answers in well under a
     second however large the index. The files the manifest lists get the same cheap size check as
@@ -165,5 +166,7 @@ def describe(root: Path, version: str | None = None) -> dict:
         "encoder": manifest.encoder.id,
         "partitions": sorted(manifest.partitions),
         "counts": manifest.counts,
+        # searched through their IVF index (re-ranked exactly), with B-trees on id and doc_id from this mmkg on
+        "ann_indexed": list(manifest.ann_indexed),
         "size_bytes": sum(p.stat().st_size for p in root.rglob("*") if p.is_file()),
     }
