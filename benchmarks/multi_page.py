@@ -28,6 +28,7 @@ questions nobody reads.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -157,6 +158,16 @@ class Neighbouring(Reordering):
         return sorted(best, key=lambda k: -new[k])
 
 
+@functools.cache
+def _chunk_paths(index: Any) -> tuple[pl.DataFrame, list[str]]:
+    """The index's chunks and each one's heading path (``mmkg.sections.chunk_sections``), walked once per index for
+    every weight of ``--section`` and ``--continue``."""
+    from mmkg.sections import chunk_sections
+
+    chunks = index.payload("chunks")
+    return chunks, chunk_sections(chunks, index.payload("documents"))
+
+
 @dataclass
 class Sectioning(Reordering):
     """Pages re-ordered by ``(1 - w)`` × their own scaled score plus ``w`` × the best scaled score of another
@@ -165,11 +176,8 @@ class Sectioning(Reordering):
     label = "section"
 
     def __post_init__(self) -> None:
-        from mmkg.sections import chunk_sections
-
         super().__post_init__()
-        chunks = self.index.payload("chunks")
-        paths = chunk_sections(chunks, self.index.payload("documents"))
+        chunks, paths = _chunk_paths(self.index)
         self.sections: dict[tuple[str, int], set[str]] = {}
         for d, p, path in zip(chunks["doc_id"], chunks["page"], paths, strict=True):
             if p is not None and path:
@@ -193,11 +201,8 @@ class Continuing(Reordering):
     label = "continue"
 
     def __post_init__(self) -> None:
-        from mmkg.sections import chunk_sections
-
         super().__post_init__()
-        chunks = self.index.payload("chunks")
-        paths = chunk_sections(chunks, self.index.payload("documents"))
+        chunks, paths = _chunk_paths(self.index)
         self.first: dict[tuple[str, int], tuple[int, str, str]] = {}  # page: (chunk index, chunk id, its path)
         self.last: dict[tuple[str, int], tuple[int, str]] = {}
         rows = zip(chunks["doc_id"], chunks["page"], chunks["chunk_index"], chunks["chunk_id"], paths, strict=True)
@@ -310,9 +315,11 @@ def _section_pairs(report: Any, base: str, sections: dict[tuple[str, int], set[s
         c["pages share a section"] += bool(shared)
         others = [k for k in doc_pages.get(a[0], []) if k != a]
         c["a random other page shares the first's section"] += bool(others) and bool(
-            sections.get(a, set()) & sections.get(rng.choice(others), set()))
+            sections.get(a, set()) & sections.get(rng.choice(others), set())
+        )
         c["pages in the smallest shared section (sum)"] += min(
-            (sum(path in sections[k] for k in doc_pages[a[0]]) for path in shared), default=0)
+            (sum(path in sections[k] for k in doc_pages[a[0]]) for path in shared), default=0
+        )
         top = set(got[base]["ranked"][:5])
         found = [key for key, r in ((a, q["relevant"][0]), (b, q["relevant"][1])) if r in top]
         if len(found) == 1:
