@@ -49,6 +49,11 @@ class Settings(BaseSettings):
         description="Sentence vectors from a pass of their own (separate) or pooled from their chunk's pass "
         "(chunk_pass: embedding ~30 % faster; MMLongBench-Doc dev within-document R@5 0.011 lower).",
     )
+    text_model: str = Field(
+        default="",
+        description="The text encoder's model: a local sentence-transformers folder or a hub id already cached; "
+        "empty: the bundled all-MiniLM-L6-v2. An index keeps the model it was built with.",
+    )
     text_runtime: str = Field(
         default="auto",
         description="How the text encoder runs: auto (onnx-int8 on CPU, torch on CUDA), torch, onnx or onnx-int8.",

@@ -20,7 +20,11 @@ class EncoderResource(ConfigurableResource):
     """The shared embedding space: ``text`` (MiniLM, offline default) or ``clip`` (any dual encoder)."""
 
     backend: str = Field(default="text", description="text | clip")
-    model: str = Field(default="", description="Model id or local path; empty = the backend's default.")
+    model: str = Field(
+        default="",
+        description="Model id or local path; empty = the backend's default (for text: MMKG_TEXT_MODEL, else the "
+        "bundled MiniLM).",
+    )
     device: str = Field(default="auto", description="auto | cpu | cuda")
     runtime: str = Field(
         default=get_settings().text_runtime,
@@ -57,4 +61,10 @@ class EncoderResource(ConfigurableResource):
             spec = published_encoder(Path(index_root))
             if spec is not None and spec.backend == "text":
                 runtime = spec.runtime
-        return _load(self.backend, self.model, self.device, runtime)
+        return _load(self.backend, self.model_name(), self.device, runtime)
+
+    def model_name(self) -> str:
+        """The configured model, else for the text backend ``MMKG_TEXT_MODEL`` (empty: the bundled default)."""
+        if self.model or self.backend != "text":
+            return self.model
+        return get_settings().text_model

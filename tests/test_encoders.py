@@ -500,6 +500,27 @@ def _model_copy(tmp_path: Path) -> Path:
     return copy
 
 
+def test_mmkg_text_model_chooses_the_text_backends_model_and_indexes_record_it(tmp_path: Path, monkeypatch):
+    """``MMKG_TEXT_MODEL`` is the text encoder's model wherever the ``encoder`` resource leaves it empty (the CLI's
+    builds, the quick start): the loaded encoder is that folder's and its id names it, so the manifest records it.
+    An explicit resource model wins, and another backend never takes the text setting."""
+    from resources.encoder import EncoderResource
+
+    copy = _model_copy(tmp_path)
+    monkeypatch.delenv("MMKG_TEXT_MODEL", raising=False)
+    assert EncoderResource(runtime="torch").get().info.id() == "text:all-MiniLM-L6-v2:384"
+    monkeypatch.setenv("MMKG_TEXT_MODEL", str(copy))
+    assert EncoderResource().model_name() == str(copy)
+    enc = EncoderResource(runtime="torch").get()
+    assert enc.info.id() == f"text:{copy}:384"
+    assert enc.encode_text(["Grace Hopper"]).shape == (1, 384)
+    assert EncoderResource(model="all-MiniLM-L6-v2").model_name() == "all-MiniLM-L6-v2"
+    assert EncoderResource(backend="clip").model_name() == ""
+    monkeypatch.setenv("MMKG_TEXT_MODEL", str(tmp_path / "missing"))
+    with pytest.raises(EncoderLoadError, match="missing"):
+        EncoderResource(runtime="torch").get()
+
+
 def test_onnx_refuses_what_it_cannot_run_and_names_the_torch_runtime(tmp_path: Path):
     import json
 
