@@ -361,6 +361,9 @@ RUNTIMES = ("torch", "onnx", "onnx-int8")  # how the text backend computes vecto
 def resolve_runtime(runtime: str, device: str = "auto") -> str:
     """``auto`` → ``onnx-int8`` on CPU (2.5–3.4× faster than torch, benchmarks/RESULTS.md), ``torch`` on CUDA.
 
+    The text factory then keeps ``onnx-int8`` only for a model whose int8 vectors stay close to its float32 ones
+    (``OnnxTextEncoder.fidelity``); another runs on ``onnx`` (float32).
+
     ONNX Runtime here is the CPU build, so a GPU keeps torch. An explicit runtime is kept as given.
     """
     name = (runtime or "auto").strip().lower()
@@ -383,9 +386,21 @@ def _text_encoder(model: str, device: str, runtime: str) -> Encoder:
         return TextEncoder(model or None, device=device)
     if (device or "").strip().lower().startswith("cuda"):  # "auto" is fine: ONNX runs on the CPU (no torch import)
         raise ValueError(f"text runtime {resolved!r} runs on the CPU; use runtime 'torch' (or 'auto') on {device!r}")
-    from mmkg.onnx_encoder import OnnxTextEncoder
+    from mmkg.onnx_encoder import INT8_MIN_COSINE, OnnxTextEncoder
 
-    return OnnxTextEncoder(model or None, runtime=resolved)
+    encoder = OnnxTextEncoder(model or None, runtime=resolved)
+    fidelity = encoder.fidelity
+    if fidelity is None or fidelity.faithful:
+        return encoder
+    damage = (f"text model {model or '(default)'}: int8 weights move its vectors too far from float32 (cosine least "
+              f"{fidelity.least:.3f}, mean {fidelity.mean:.3f} over a probe set; at least {INT8_MIN_COSINE} is wanted)")
+    if (runtime or "auto").strip().lower() != "auto":
+        # asked for by name, as an index built with int8 vectors asks to embed its queries: kept, and said
+        log.warning("%s; MMKG_TEXT_RUNTIME=onnx builds with the float32 vectors instead", damage)
+        return encoder
+    # "auto" means fast and right: a model int8 quantization damages (all-mpnet-base-v2) runs in float32
+    log.warning("%s; text runtime 'auto' runs it in float32 ('onnx')", damage)
+    return OnnxTextEncoder(model or None, runtime="onnx")
 
 
 @ENCODERS.register("clip", help="a CLIP-family model (transformers) for text and pictures in one space")

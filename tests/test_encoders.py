@@ -3,6 +3,7 @@ saved to disk and loaded back by path, exactly as a downloaded checkpoint would 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -457,6 +458,60 @@ def test_onnx_export_is_cached_and_a_damaged_file_exported_again(onnx_cache: Pat
     repaired = OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache)
     np.testing.assert_allclose(repaired.encode_text(["Grace Hopper"]), onnx_int8.encode_text(["Grace Hopper"]),
                                atol=1e-6)  # fmt: skip
+
+
+def test_an_int8_export_is_checked_against_float32_once_and_the_measure_kept(onnx_cache: Path, onnx_int8,
+                                                                            monkeypatch):  # fmt: skip
+    """Before an int8 export is used its vectors of the probe texts are compared with the float32 export's; the
+    bundled MiniLM keeps them close (least cosine 0.987 measured), and the measure is kept beside the export, so
+    later loads read it instead of loading a second model."""
+    import json
+
+    from mmkg import onnx_encoder
+    from mmkg.onnx_encoder import INT8_MIN_COSINE, PROBE, OnnxTextEncoder
+
+    fidelity = onnx_int8.fidelity
+    assert fidelity is not None and fidelity.faithful
+    assert INT8_MIN_COSINE <= fidelity.least <= fidelity.mean < 1.0
+    kept = onnx_int8.model_file.with_name("model_int8.fidelity.json")
+    assert json.loads(kept.read_text()) == {"least": fidelity.least, "mean": fidelity.mean, "probe": len(PROBE)}
+
+    def measured_again(self, int8):
+        raise AssertionError("the kept measure was not read")
+
+    monkeypatch.setattr(OnnxTextEncoder, "_measure_fidelity", measured_again)
+    assert OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache).fidelity == fidelity
+    kept.write_text("{not json")  # a damaged measure is measured again, never trusted
+    monkeypatch.undo()
+    assert OnnxTextEncoder(runtime="onnx-int8", cache_root=onnx_cache).fidelity == fidelity
+    assert json.loads(kept.read_text())["least"] == fidelity.least
+    assert onnx_encoder.OnnxTextEncoder(runtime="onnx", cache_root=onnx_cache).fidelity is None  # float32: nothing
+
+
+def test_a_model_int8_damages_runs_in_float32_under_auto_and_int8_by_name_is_kept_with_a_warning(
+        onnx_cache: Path, onnx_int8, monkeypatch, caplog):  # fmt: skip
+    """int8 quantization damages some models (all-mpnet-base-v2: least cosine 0.787, mean 0.868 to its float32
+    vectors, against MiniLM's 0.987 / 0.992). Here the bar is raised above what MiniLM keeps, so MiniLM stands
+    for such a model: ``auto`` then embeds in float32 and says why. ``onnx-int8`` asked for by name (as an index
+    built with int8 vectors asks, to embed its queries in its own space) is kept, with a warning that names the
+    measure and the runtime that gives float32 vectors."""
+    import logging
+
+    from mmkg import onnx_encoder
+
+    monkeypatch.setenv("MMKG_MODEL_CACHE", str(onnx_cache))
+    monkeypatch.setattr(onnx_encoder, "INT8_MIN_COSINE", 0.9999)
+    with caplog.at_level(logging.WARNING, logger="mmkg.encoders"):
+        enc = load_encoder("text", "", device="cpu", runtime="auto")
+    assert enc.info.runtime == "onnx" and enc.info.id() == "text:all-MiniLM-L6-v2:384:onnx"
+    assert "int8 weights move its vectors too far from float32" in caplog.text and "runs it in float32" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mmkg.encoders"):
+        kept = load_encoder("text", "", device="cpu", runtime="onnx-int8")
+    assert kept.info.runtime == "onnx-int8"
+    assert re.search(r"cosine least 0\.9\d\d, mean 0\.9\d\d.*MMKG_TEXT_RUNTIME=onnx", caplog.text), caplog.text
+    monkeypatch.setattr(onnx_encoder, "INT8_MIN_COSINE", 0.95)
+    assert load_encoder("text", "", device="cpu", runtime="auto").info.runtime == "onnx-int8"
 
 
 def _quantize_at_once(layout, root: str, barrier) -> str:
