@@ -56,7 +56,8 @@ class Settings(BaseSettings):
     )
     text_runtime: str = Field(
         default="auto",
-        description="How the text encoder runs: auto (onnx-int8 on CPU, torch on CUDA), torch, onnx or onnx-int8.",
+        description="How the text encoder runs: auto (onnx-int8 on CPU, or onnx for a model int8 damages; torch on "
+        "CUDA), torch, onnx or onnx-int8.",
     )
     chunk_max_tokens: int = Field(default=200, ge=16, description="Upper bound on tokens per chunk.")
     max_image_pixels: int = Field(default=40_000_000, ge=1, description="Images with more pixels are rejected.")
