@@ -480,3 +480,21 @@ def test_validate_publish_inputs_names_check_and_partition(space):
     assert [f.label() for f in failures] == ["references [space]"]
     with pytest.raises(validation.ValidationError, match=r"references \[space\]: sentences.chunk_id"):
         validation.raise_for_failures(failures, "publish")
+
+
+def test_the_publish_probe_fails_a_version_whose_vectors_and_ids_disagree(built: Built):
+    """The publish's own-vector probe: each probed chunk's stored vector finds it first in the dense channel, and
+    MG2-RAG answers with chunks the version holds. A search matrix whose rows sit one off the ids the table
+    stores them under (what a mis-joined publish leaves) fails it, naming the chunk."""
+    import numpy as np
+
+    from mmkg.index import Index
+    from mmkg.retrieval.smoke import own_vector_probes
+
+    idx = Index.open(built.data / "index", encoder=False)
+    assert own_vector_probes(idx, probes=5) == []
+    stored = {cid: idx.stored_vector("chunks", cid).copy() for cid in idx.positions["chunks"]}
+    idx.stored_vector = lambda name, cid: stored[cid]  # the table as written ...
+    idx.vectors["chunks"] = np.roll(idx.vectors["chunks"], 1, axis=0)  # ... and a search matrix one row off
+    problems = own_vector_probes(idx, probes=5)
+    assert problems and all("top 5 of the dense channel for its own vector" in p for p in problems)
