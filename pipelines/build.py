@@ -404,6 +404,15 @@ def build_index(
                             on_start, on_event)  # fmt: skip
 
 
+def _step_error(error) -> str:
+    """What failed in a step, in one line: the exception under Dagster's wrappers ("Error occurred while executing op
+    retrieval_index:" says only where), e.g. the ``PublishError`` that says why the version was refused."""
+    while error.cause is not None and (error.cls_name or "").startswith("Dagster"):
+        error = error.cause
+    lines = error.message.strip().splitlines()
+    return lines[-1] if lines else error.cls_name or "an error with no message"
+
+
 def _say_waiting(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -476,7 +485,7 @@ def _build_index(
     def record(result, what: str) -> None:
         if not result.success:
             failures = [
-                f"step {ev.step_key}: {ev.event_specific_data.error.message.strip().splitlines()[-1]}"
+                f"step {ev.step_key}: {_step_error(ev.event_specific_data.error)}"
                 for ev in result.all_events
                 if ev.event_type == DagsterEventType.STEP_FAILURE and ev.event_specific_data.error
             ]

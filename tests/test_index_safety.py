@@ -456,3 +456,21 @@ def test_damage_a_size_check_cannot_see_ends_in_one_clear_line(art: ArtCorpus, t
     assert out.exit_code == 2 and "Traceback" not in said, (out.exit_code, said, out.exception)
     assert named in said or named in joined, said
     assert "rollback" in said
+
+
+def test_a_refused_publish_says_why_in_the_builds_one_line_error(tmp_path: Path, monkeypatch):
+    """A build whose publish is refused raises one line that names the reason (the ``PublishError`` under Dagster's
+    "Error occurred while executing op" wrapper), where the version went, and the run that holds the log."""
+    from pipelines.build import build_index
+
+    corpus = tmp_path / "corpus" / "notes"
+    corpus.mkdir(parents=True)
+    (corpus / "note.md").write_text("# A note\n\nThe crew toured schools across Ohio after the flight.\n")
+    monkeypatch.setattr("mmkg.index.publish.verify_version", lambda *a, **k: ["a planted problem"])
+    with pytest.raises(RuntimeError) as err:
+        build_index(tmp_path / "corpus", tmp_path / "data")
+    message = str(err.value)
+    assert "publishing the index failed (step retrieval_index: " in message
+    assert "failed its check after writing" in message and "a planted problem" in message
+    assert "Error occurred while executing op" not in message and "mmkg ui --data-root" in message
+    assert not (tmp_path / "data" / "index" / "CURRENT").exists()

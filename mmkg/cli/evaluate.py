@@ -129,10 +129,14 @@ def _evaluate(
             corpus_root.mkdir(parents=True, exist_ok=True)
             write_corpus(corpus_root)
         console.print(f"Indexing [bold]{corpus_root}[/] into [bold]{data_root}[/] through the Dagster jobs")
-        report = build_index(
-            corpus_root, data_root, processes=processes, reuse=reuse, cold=not reuse,
-            on_progress=lambda what, s: console.print(f"[green]✓[/] {what} in {s:.1f}s"),
-        )  # fmt: skip
+        try:
+            report = build_index(
+                corpus_root, data_root, processes=processes, reuse=reuse, cold=not reuse,
+                on_progress=lambda what, s: console.print(f"[green]✓[/] {what} in {s:.1f}s"),
+            )  # fmt: skip
+        except (RuntimeError, ValueError, FileNotFoundError) as exc:  # as `mmkg index build`: one line, no traceback
+            err_console.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(1) from exc
         if report.reused:
             console.print(f"[yellow]re-using[/] index {report.index_version}: published from these corpus files")
         build = report.to_dict()
