@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from mmkg.cli import app
 from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.cells import named_cells
+from mmkg.generation.dates import date_key
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import MIN_CONFIDENCE, NOT_ANSWERABLE, Reader, date_key, normalize
+from mmkg.generation.reader import MIN_CONFIDENCE, NOT_ANSWERABLE, Reader, normalize
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 
@@ -392,10 +393,10 @@ def test_a_town_ner_took_for_an_organization_counts_as_a_place_when_a_place_qual
     assert ans.text == "Sabaneta", ans.candidates
     by_text = {c.text: c.score for c in ans.candidates}
     assert "Philip the Good" not in by_text or by_text["Philip the Good"] < by_text["Barinas"]  # a title is no place
-    from mmkg.generation.reader import _institution_named
+    from mmkg.generation.places import institution_named
 
-    assert _institution_named("King's College") and _institution_named("University of Leeds")
-    assert not _institution_named("College Station") and not _institution_named("Sabaneta")
+    assert institution_named("King's College") and institution_named("University of Leeds")
+    assert not institution_named("College Station") and not institution_named("Sabaneta")
 
 
 def test_the_bridge_in_another_spelling_is_not_its_own_father():
@@ -412,14 +413,14 @@ def test_the_bridge_in_another_spelling_is_not_its_own_father():
     ans = Reader(min_confidence=0.0).read(analyze("Who is the father of the director of film Summer Skin?"), None, ev)
     assert ans.text == "Leopoldo Torres Ríos", ans.candidates
     assert "Leopoldo Torres Nilsson" not in {c.text for c in ans.candidates}  # the director, as born, is no father
-    from mmkg.generation.reader import _same_person
+    from mmkg.generation.people import same_person
 
-    assert _same_person("Yuen Wo-ping", "Yuen Woo-ping")
+    assert same_person("Yuen Wo-ping", "Yuen Woo-ping")
     for a, b in [("Henry II", "Henry III"), ("Louis XVII", "Louis XVIII"), ("Peter Townsend", "Stuart Townsend"),
                  ("John Adams", "John Quincy Adams"),
                  ("Philip II of Spain", "Philip III of Spain"), ("Paula Smith", "Paul Smith"),
                  ("George H. W. Bush", "George W. Bush")]:  # fmt: skip
-        assert not _same_person(a, b), (a, b)  # fathers, sons and mothers keep their names
+        assert not same_person(a, b), (a, b)  # fathers, sons and mothers keep their names
 
 
 def test_a_bridge_is_read_from_the_page_the_named_thing_links_to():
@@ -485,14 +486,15 @@ def test_a_hyphened_nationality_shares_each_of_its_parts():
 def test_neighbouring_countries_with_one_stem_are_not_one_place():
     # a shared four-letter prefix is no shared place: Austria is not Australia, Guinea-Bissau is not Guinea,
     # while a demonym's ending ("Italy" / "Italian", "Belgium" / "Belgian") still is
-    from mmkg.generation.reader import _same_place, _shared_value
+    from mmkg.generation.places import same_place
+    from mmkg.generation.reader import _shared_value
 
     for a, b in (("austria", "australia"), ("austrian", "australian"), ("slovakia", "slovenia"), ("slovak", "slovene"),
                  ("malay", "malawi"), ("guinea bissau", "guinea")):  # fmt: skip
-        assert not _same_place(a, b) and not _same_place(b, a), (a, b)
+        assert not same_place(a, b) and not same_place(b, a), (a, b)
     for a, b in (("italy", "italian"), ("germany", "german"), ("britain", "british"), ("belgium", "belgian"),
                  ("america", "american"), ("china", "chinese"), ("england", "english")):  # fmt: skip
-        assert _same_place(a, b) and _same_place(b, a), (a, b)
+        assert same_place(a, b) and same_place(b, a), (a, b)
     assert not _shared_value("Guinea-Bissau", "Guinea") and _shared_value("Guinea", "Guinean")
 
 
@@ -527,13 +529,13 @@ def test_of_two_parents_the_father_is_named_first_and_the_mother_second():
     assert roles["Arthur Grey"] == 1.0 and roles["Louise Margaret"] == -1.0
     assert all(role is None for name, role in roles.items() if "Sofia" in name)
     # a spouse in a sentence that names no child of anyone is no parent; titles before either parent are read
-    from mmkg.generation.reader import _parent_role
+    from mmkg.generation.people import parent_role
 
     married = "In 1820 she married her husband Prince Charles Ford."
-    assert _parent_role(married, married.index("Charles"), married.index(".")) == ""
+    assert parent_role(married, married.index("Charles"), married.index(".")) == ""
     royal = "She was the daughter of the Emperor Otto Brand and Queen Marie Lund."
-    assert _parent_role(royal, royal.index("Otto"), royal.index(" and")) == "father"
-    assert _parent_role(royal, royal.index("Marie"), royal.index(".")) == "mother"
+    assert parent_role(royal, royal.index("Otto"), royal.index(" and")) == "father"
+    assert parent_role(royal, royal.index("Marie"), royal.index(".")) == "mother"
 
 
 def test_a_maternal_grandmother_is_the_mother_of_the_mother():

@@ -48,6 +48,10 @@ Every answer carries the sentences that support it (the span by character offset
 [0, 1] and the graph path from the question's entity to the answer (entity → relation → entity, each
 edge with its sentence): from the result's triples where they connect, else from sentences naming both.
 
+Dates, people and places as the evidence writes them (a life span's two dates, a parent in "son of A and B", a
+nationality in "X is a Chinese American actor", the town of "Town, Region, Country") are read by
+``mmkg.generation.dates``, ``mmkg.generation.people`` and ``mmkg.generation.places``.
+
 Hand-written rather than a library: the maintained extractive QA readers are trained models (SQuAD-style
 transformers) whose weights cannot be fetched here and would dwarf the retrieval's cost on a CPU; spaCy
 (already a dependency) supplies the NER, and the rest is the scoring above.
@@ -60,12 +64,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
-from itertools import pairwise
 from pathlib import PurePath
 from typing import Any
 
 from rapidfuzz import process
-from rapidfuzz.distance import OSA, Indel
+from rapidfuzz.distance import OSA
 
 from mmkg import numerals
 from mmkg.enumerations import LEADING_MARK
@@ -73,12 +76,14 @@ from mmkg.generation.arithmetic import combine
 from mmkg.generation.base import Evidence
 from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
+from mmkg.generation.dates import DAY_BEFORE, MONTH, MONTH_NEXT, NEXT_MONTH, YEAR, date_key, lifespan_role, unglued
 from mmkg.generation.definition import defined_term, definitions, expansions
 from mmkg.generation.extractive import STOPWORDS
 from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, named_rows
+from mmkg.generation.people import described, parent_role, same_person
 from mmkg.generation.phrases import focus_phrases, tags
+from mmkg.generation.places import PLACE_AFTER, inner_place, same_place, weighed_as_org
 from mmkg.generation.quantities import (
-    MONTH_NAMES,
     NUMBER,
     as_asked,
     asks_total,
@@ -92,7 +97,6 @@ from mmkg.generation.quantities import (
 )
 from mmkg.generation.question import (
     NATIONALITY_NOUNS,
-    ORGANIZATION_NOUNS,
     TYPE_LABELS,
     TYPE_ONLY,
     QuestionAnalysis,
@@ -142,10 +146,6 @@ _APPOSITION = re.compile(r"\b(the|a|an|this|that|these|those|her|his|its|their|o
 _CONTINUES = re.compile(r"^(?:(?:\w+\s+){0,2}(?:that|this|these|those|such)\b|(?:he|she|it|they|his|her|its|their)\b)",
                         re.IGNORECASE)  # fmt: skip
 _IDENT = re.compile(r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b")
-_YEAR = re.compile(r"\b(1\d{3}|20\d{2})\b")
-# a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
-_PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
-                          r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
 _END_STOP = re.compile(r"\b[^\W\d_]{4,}\.$")  # a full stop after a word of four letters or more, not "St."
 _HYPHEN_NAME = re.compile(r"-[A-Z][\w'’]+")
 _CONTACTS = {
@@ -154,21 +154,6 @@ _CONTACTS = {
     "url": re.compile(r"\b(?:https?://|www\.)[^\s<>\"]+[\w/]|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|edu|gov|io)(?:/[^\s<>\"]*)?\b"),
 }
 TABLE_UNLABELLED = 0.3  # "near" of a table cell whose column has no header
-_DAY_BEFORE = re.compile(r"\b[0-3]?\d\s+$")
-_OLD_YEAR = re.compile(r"\b(\d{2,3})(?:\s*(BC|BCE|B\.C\.))?(?!\s*(?:st|nd|rd|th)\b)(?![\d,.%])", re.IGNORECASE)
-_DASH = re.compile(r"\s[–—-]\s|[–—]")
-_MONTHS = {m: i for i, m in enumerate(MONTH_NAMES, 1)}
-_MONTH = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
-# a life span whose dash the text lost: "(21 March 192011 January 2010)", "(March 25, 1942August 16, 2018)"; the
-# match is the first date's year, and the second date opens where it ends
-_MONTH_WORD = "(?:" + "|".join(m.capitalize() for m in _MONTHS) + ")"
-_DATE_AT = re.compile(rf"\d{{1,2}}\s+{_MONTH_WORD}\s+\d{{4}}|{_MONTH_WORD}\s+\d{{1,2}},?\s+\d{{4}}")
-_DATE_LEAD = re.compile(rf"(?:\d{{1,2}}\s+{_MONTH_WORD}|{_MONTH_WORD}\s+\d{{1,2}},?)\s+$")
-_GLUED_YEAR = re.compile(rf"(?<![\d,.])(?:1\d{{3}}|20\d{{2}})(?=\d{{1,2}}\s+{_MONTH_WORD}\b|{_MONTH_WORD}\b)")
-_DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
-_MONTH_NEXT = re.compile(r"\b(?:" + "|".join(_MONTHS) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?\s*$",
-                         re.IGNORECASE)  # fmt: skip
-_NEXT_MONTH = re.compile(r"^(?:st|nd|rd|th)?\s+(?:" + "|".join(_MONTHS) + r")\b", re.IGNORECASE)
 _NUMERIC = re.compile(rf"\d|\b(?:{numerals.WORD}|hundred|dozen)\b", re.IGNORECASE)
 # nouns of a document's parts: "Page 5", "Figure 1" say where to look, and a page's number is rarely its text
 _PART_NOUNS = frozenset({"page", "pages", "figure", "fig", "table", "slide", "section", "chapter", "appendix", "part"})
@@ -290,28 +275,6 @@ def _contains(haystack: str, needle: str) -> bool:
     return bool(n) and f" {n} " in f" {normalize(haystack)} "
 
 
-_ROMAN = re.compile(r"[ivxlcdm]+")  # a regnal number, in lower case
-
-
-def _same_person(a: str, b: str) -> bool:
-    """Whether two names are one person's, spelled two ways as pages write them ("Leopoldo Torres Nilsson" and
-    "Leopoldo Torre Nilsson", "Yuen Wo-ping" and "Yuen Woo-ping"): as many words, the first one the same, each
-    other word alike (the same, or at four letters or more nearly so), and some word spelled differently. A
-    name one word longer is another person ("John Adams", "John Quincy Adams"); so is a name whose short
-    words or regnal numbers differ ("Henry II", "Henry III"; "Louis XVII", "Louis XVIII")."""
-    x, y = _name_words(a), _name_words(b)
-    if len(x) < 2 or len(x) != len(y) or x == y or x[0] != y[0]:
-        return False
-    return all(u == v or (min(len(u), len(v)) >= 4 and not _ROMAN.fullmatch(u) and not _ROMAN.fullmatch(v)
-                          and Indel.normalized_similarity(u, v) >= 0.8)
-               for u, v in zip(x[1:], y[1:], strict=True))  # fmt: skip
-
-
-def _name_words(name: str) -> list[str]:
-    """A name's words in lower case, hyphened parts kept together ("Wo-ping")."""
-    return [w for w in (re.sub(r"[^\w-]", "", t).lower() for t in name.split()) if w]
-
-
 @lru_cache(maxsize=1)
 def _ner_pipeline(model: str) -> Any:
     from mmkg.nlp import load_pipeline
@@ -360,28 +323,6 @@ def _model() -> str:
     from mmkg.settings import get_settings
 
     return get_settings().spacy_model
-
-
-def date_key(text: str) -> tuple[int, int, int] | None:
-    """A sortable (year, month, day) from a date as written ("3 May 1950", "May 1950", "1950", "538", "43 BC");
-    None without a year. A date span (NER's DATE) may hold a year before 1000; "BC" makes it negative."""
-    years = _YEAR.findall(text)
-    if not years:
-        month_named = _MONTH.search(text) is not None  # "12 November": 12 is the day, not the year
-        old = next((m for m in _OLD_YEAR.finditer(text) if not month_named or len(m.group(1)) == 3), None)
-        if old is None:
-            return None
-        year = int(old.group(1)) * (-1 if old.group(2) else 1)
-        return year, 0, 0
-    month_m = _MONTH.search(text)
-    month = _MONTHS[month_m.group(1).lower()] if month_m else 0
-    day = 0
-    if month_m:
-        rest = text[: month_m.start()] + " " + text[month_m.end() :]
-        d = next((int(m.group(1)) for m in _DAY.finditer(rest) if 1 <= int(m.group(1)) <= 31
-                  and not _YEAR.fullmatch(m.group(0))), 0)  # fmt: skip
-        day = d
-    return int(years[0]), month, day
 
 
 # how an ordered comparison names its winner: (min, max) for numbers, and for dates
@@ -480,34 +421,34 @@ class Reader:
         if value_type == "number":
             covered: set[int] = set()
             for text, label, a, b in ents:
-                if label in ("DATE", "TIME") and (_MONTH.search(text) or _YEAR.search(text) or ":" in text):
+                if label in ("DATE", "TIME") and (MONTH.search(text) or YEAR.search(text) or ":" in text):
                     covered |= set(range(a, b))  # "December 31, 2017", "10:30": a day or an hour is no quantity
                 elif label in labels and len(NUMBER.findall(text)) < 2:  # "$ 650,788 $ 472,321": one per value
                     spans.append((text, label, a, b))
                     covered |= set(range(a, b))
             spans = [sp for sp in spans if _NUMERIC.search(sp[0])]  # "millions", "thousands": no value
             for m in NUMBER.finditer(s.text):
-                if (m.start() not in covered and not _YEAR.fullmatch(m.group(0))
-                        and not _MONTH_NEXT.search(s.text[: m.start()]) and not _NEXT_MONTH.match(s.text[m.end() :])):
+                if (m.start() not in covered and not YEAR.fullmatch(m.group(0))
+                        and not MONTH_NEXT.search(s.text[: m.start()]) and not NEXT_MONTH.match(s.text[m.end() :])):
                     spans.append((m.group(0), "NUMBER", m.start(), m.end()))
         elif labels:
             spans = [e for e in ents if e[1] in labels]
             if value_type == "date":
                 # two dates glued where a dash was lost: two spans
-                spans = _outermost([piece for sp in spans for piece in _unglued(s.text, sp)])
+                spans = _outermost([piece for sp in spans for piece in unglued(s.text, sp)])
                 # "2 February 1881" that NER cut to "February 1881" (a dash before it)
                 spans = [(s.text[m.start() : b], lab, m.start(), b)
-                         if lab == "DATE" and (m := _DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
+                         if lab == "DATE" and (m := DAY_BEFORE.search(s.text[:a])) else (t, lab, a, b)
                          for t, lab, a, b in spans]  # fmt: skip
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
-                spans += [(m.group(0), "DATE", m.start(), m.end()) for m in _YEAR.finditer(s.text)
+                spans += [(m.group(0), "DATE", m.start(), m.end()) for m in YEAR.finditer(s.text)
                           if m.start() not in covered]  # fmt: skip
             if value_type == "place":  # "died in Siversky", "born in Port of Spain": places NER missed or split
                 spans = [sp for sp in spans if not any(m.start(1) <= sp[2] and sp[3] <= m.end(1) and
                                                          (sp[2], sp[3]) != (m.start(1), m.end(1))
-                                                         for m in _PLACE_AFTER.finditer(s.text))]  # fmt: skip
+                                                         for m in PLACE_AFTER.finditer(s.text))]  # fmt: skip
                 covered = {i for _, _, a, b in spans for i in range(a, b)}
-                spans += [(m.group(1), "PLACE", m.start(1), m.end(1)) for m in _PLACE_AFTER.finditer(s.text)
+                spans += [(m.group(1), "PLACE", m.start(1), m.end(1)) for m in PLACE_AFTER.finditer(s.text)
                           if m.start(1) not in covered]  # fmt: skip
             if value_type == "person":  # "Sergio Mimica-Gezzan" that NER cut at the hyphen
                 spans = [(s.text[a : a + len(t) + len(m.group(0))], lab, a, b + len(m.group(0)))
@@ -553,7 +494,7 @@ class Reader:
         def share_in(words: set[str]) -> float:  # a kinship stated from the other side counts as one word
             return min(1.0, (len(rel & words) + bool(kin & words)) / len(rel)) if rel else 0.0
 
-        lifespan = _lifespan_role(s.text, a, b)
+        lifespan = lifespan_role(s.text, a, b)
         if lifespan:  # "Li Yang (1959 – 2012)": a biography's first date is the birth, the second the death
             tokens = [*tokens, *((max(a - 1, 0), stem(w)) for w in lifespan)]  # said right before the date
             here = here | {stem(w) for w in lifespan}
@@ -598,7 +539,7 @@ class Reader:
         features = {"sentence": min(relevance, 2.0) / 2.0, "relation": share, "near": near, "about": about,
                     "graph": graph, "rank": 1.0 / (1 + s.rank), "focus": focus}  # fmt: skip
         parent = "fathe" if "fathe" in rel else "mothe" if "mothe" in rel else ""
-        if parent and (role := _parent_role(s.text, a - shift, b - shift) if continues else _parent_role(s.text, a, b)):
+        if parent and (role := parent_role(s.text, a - shift, b - shift) if continues else parent_role(s.text, a, b)):
             features["parent"] = 1.0 if stem(role) == parent else -1.0  # the father asked, the mother named
         if cell is not None:  # the row and the column say what the question asks: the table states the answer
             features["cell"] = cover * near
@@ -660,14 +601,14 @@ class Reader:
                 if total and total_of(s.text, a, b):
                     f["total"] = 1.0  # "the total amount": the sum of the values stated right before it
                 if value_type == "place" and q.focus not in NATIONALITY_NOUNS:
-                    f["inner"] = _inner_place(s.text, a, b)
-                elif value_type == "place" and _described(s.text, a, b, label):
+                    f["inner"] = inner_place(s.text, a, b)
+                elif value_type == "place" and described(s.text, a, b, label):
                     f["relation"] = 1.0  # the sentence says what its subject is, and this is the subject's country
                 score = sum(self.weights[k] * v for k, v in f.items())
                 if value_type == "number" and q.years and _other_year(s.text, a, b, q.years, asked_periods):
                     score *= OTHER_YEAR  # the value a sentence or a table states for another year than the asked
                     f = {**f, "other_year": 1.0}
-                if value_type == "place" and _weighed_as_org(q, s.text, text, label, b, places) != q.institution:
+                if value_type == "place" and weighed_as_org(q, s.text, text, label, b, places) != q.institution:
                     # an institution answers "where" less often than a place does, unless the question's verb is
                     # one done at an institution ("Where does X work?"): then a town is the weaker answer
                     score *= ORG_AS_PLACE
@@ -1023,7 +964,7 @@ class Reader:
             sub = replace(q, entities=(name, *q.entities), relation=rel)
             for c in self.candidates(sub, pool, vtype, result):
                 own = _contains(name, c.text) or _contains(c.text, name)
-                if own or (vtype == "person" and _same_person(name, c.text)):
+                if own or (vtype == "person" and same_person(name, c.text)):
                     continue  # the bridge is not its own father or birthplace, by any spelling of the name
                 best.append((c.score + BRIDGE_WEIGHT * b.score / self._total(b), c, b))
         best.sort(key=lambda x: -x[0])
@@ -1055,7 +996,7 @@ class Reader:
             text = _clean_number(top, q, sentences)
         elif vtype in ("person", "organization", "place"):
             text = _full_name(text, sentences)
-        elif vtype == "date" and q.focus == "year" and (year := _YEAR.search(text)):
+        elif vtype == "date" and q.focus == "year" and (year := YEAR.search(text)):
             text = year.group(0)  # "what year" asks for the year: not "about 1954", "the summer of 1954"
         conf = self._confidence(cands)
         why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
@@ -1218,7 +1159,7 @@ class Reader:
         share = len(rel & _stems(best.text)) / len(rel) if rel else 0.0
         yes = share >= 0.5
         reason = f"{share:.0%} of the question's words are in the best sentence"
-        said = {int(y) for y in _YEAR.findall(best.text)}
+        said = {int(y) for y in YEAR.findall(best.text)}
         if yes and q.years and said and not q.years & said:  # "... in 2015?" where the sentence says 2017
             years = ", ".join(map(str, sorted(said)))
             yes, reason = False, f"{reason}, but it says {years}, not {', '.join(map(str, sorted(q.years)))}"
@@ -1310,7 +1251,7 @@ def name_words(q: QuestionAnalysis) -> list[str]:
             if any(ch.isdigit() for ch in w):
                 digits = "".join(re.findall(r"\d+", w))
                 # "FY2022", "P-26" and a year the question names; not "2" or "65+"
-                if (len(digits) >= 2 and not re.fullmatch(r"[\d,.%+]+", w)) or _YEAR.fullmatch(w):
+                if (len(digits) >= 2 and not re.fullmatch(r"[\d,.%+]+", w)) or YEAR.fullmatch(w):
                     words.setdefault(w, w)
             elif w[:1].isupper() and len(w) > 2:
                 words.setdefault(w, w)
@@ -1349,38 +1290,6 @@ def absent_names(q: QuestionAnalysis, sentences: Sequence[_Sentence], also: str 
     return out
 
 
-def _lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
-    """The words a span inside a life-span parenthesis stands for: ("born", "birth") before the dash,
-    ("died", "death") after it; () elsewhere."""
-    open_ = text.rfind("(", 0, a)
-    close = text.find(")", b)
-    if open_ < 0 or close < 0 or ")" in text[open_:a]:
-        return ()
-    inner = text[open_ + 1 : close]
-    dash = _DASH.search(inner) or _GLUED_YEAR.search(inner)
-    if dash is None:
-        return ()
-    if dash.re is _GLUED_YEAR:  # the lost dash sat where the first date's year ends
-        return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
-    if not (_YEAR.search(inner[: dash.start()]) or _YEAR.search(inner[dash.end() :])):
-        return ()
-    return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
-
-
-def _unglued(text: str, span: tuple[str, str, int, int]) -> list[tuple[str, str, int, int]]:
-    """A date span that holds two dates glued where a dash was lost ("21 March 192011 January 2010") as its two
-    dates; any other span as it is."""
-    _, label, a, b = span
-    m = _GLUED_YEAR.search(text, a)  # NER may have cut the glued run anywhere ("21 March 192011", "January 2010")
-    second = _DATE_AT.match(text, m.end()) if label == "DATE" and m is not None and m.start() < b else None
-    if m is None or second is None:
-        return [span]
-    start = a
-    if m.start() == a and (lead := _DATE_LEAD.search(text, 0, a)):  # cut as "21 March" + "192011 January 2010"
-        start = lead.start()
-    return [(text[start : m.end()], label, start, m.end()), (second.group(0), label, m.end(), second.end())]
-
-
 def _outermost(spans: list[tuple[str, str, int, int]]) -> list[tuple[str, str, int, int]]:
     """The spans that lie inside no other one ("January 2010" goes where "11 January 2010" is), each once."""
     out = []
@@ -1388,90 +1297,6 @@ def _outermost(spans: list[tuple[str, str, int, int]]) -> list[tuple[str, str, i
         if not any((o[2], o[3]) != (sp[2], sp[3]) and o[2] <= sp[2] and sp[3] <= o[3] for o in spans):
             out.append(sp)
     return out
-
-
-# "is a Chinese American actor", "is a 1935 British crime film", "is a director from Denmark": the copular
-# description of a page's subject, where a nationality word or a country says what the subject is
-_DESCRIPTION = re.compile(r"\b(?:is|was|are|were)\s+(?:an?|the)\s+(?:\d{4}\s+)?"
-                          r"(?:(?:[A-Z][\w'’-]*\s+)*|[^.;]{0,60}?\bfrom\s+)$")
-
-
-# "American singer and songwriter Alicia Keys": an occupation before a name (no preposition: "German forces in
-# France" says nothing of anyone's nationality)
-_TITLED = re.compile(r"^\s+(?:(?!(?:in|of|at|on|from|to|with|by|for|against|into|the|a|an)\b)[a-z][\w-]*,?\s+){1,3}"
-                     r"[A-Z]")
-
-
-def _described(text: str, a: int, b: int, label: str) -> bool:
-    """Whether a nationality word or country at ``text[a:b]`` qualifies what a sentence says someone is: "X is a
-    Chinese American actor" or "a song by American singer Alicia Keys" states a nationality without the word."""
-    if label == "NORP" and _TITLED.match(text[b:]):
-        return True
-    return bool(_DESCRIPTION.search(text[:a])) and (bool(re.match(r"\s+[A-Za-z]", text[b:])) or
-                                                    text[:a].rstrip().endswith("from"))
-
-
-_CHILD_OF = re.compile(r"\b(?:son|daughter|child|children|sons|daughters|heir)\s+of\s+", re.IGNORECASE)
-_SPOUSE_BEFORE = re.compile(r"\b(?i:his|her)\s+(?i:(wife|husband))\s*,?\s*(?:[A-Z][\w.]*\s+)?$")
-_TITLE_WORDS = re.compile(r"^(?:the\s+)?(?:[A-Z][\w.]*\s+){0,2}$")  # "King ", "the Emperor ": a title before a parent
-_SECOND_PARENT = re.compile(r"\band\s+(?:(?:his\s+)?wife,?\s+)?(?:the\s+)?(?:[A-Z][\w.]*\s+){0,2}$")
-
-
-def _parent_role(text: str, a: int, b: int) -> str:
-    """"father" or "mother" when a sentence names the person at ``text[a:b]`` as one of two parents: "the
-    daughter of Henry II, Duke of Brabant, and Marie of Hohenstaufen" names the father first and the mother
-    second (the convention of biographies), "... and his wife Adelaide" a mother. "" when it says neither: a
-    sentence that names no child of anyone ("She married her husband John") names no parent."""
-    window = text[max(0, a - 200) : a]
-    hits = list(_CHILD_OF.finditer(window))
-    if not hits:
-        return ""
-    spouse = _SPOUSE_BEFORE.search(text[max(0, a - 40) : a])
-    if spouse:  # "daughter of Prince Arthur, ..., and his wife Princess Louise": the other parent
-        return "mother" if spouse.group(1).lower() == "wife" else "father"
-    if len(hits) != 1:  # "daughter of Prince Arthur, third son of Queen Victoria": a grandparent
-        return ""
-    between = window[hits[0].end() :]
-    if ";" in between or ". " in between:
-        return ""
-    if _TITLE_WORDS.match(between):  # the first parent named: the father, when a second follows
-        return "father" if re.match(r"[^.;]{0,120}?\band\s", text[b:]) else ""
-    return "mother" if _SECOND_PARENT.search(between) else ""
-
-
-_QUALIFIED = re.compile(r"^,\s*(?:the\s+)?[A-Z]")
-_QUALIFIER = re.compile(r"\b[A-Z][\w.'’-]*,\s*$")
-
-
-def _weighed_as_org(q: QuestionAnalysis, text: str, name: str, label: str, end: int, places: set[int]) -> bool:
-    """Whether a "where" candidate counts as an organization: NER's ORG, except a name a place qualifies ("in
-    Sabaneta, Barinas" is a town), unless the question asks for an institution or the name says it is one
-    ("King's College, Cambridge")."""
-    return label == "ORG" and (q.institution or not _placed(text, end, places) or _institution_named(name))
-
-
-def _institution_named(name: str) -> bool:
-    """Whether a name says it is an organization's: its last word, or a word before "of", is an organization noun
-    ("King's College", "University of Leeds"; not "College Station" or "Studio City")."""
-    words = _WORD.findall(name.lower())
-    return bool(words) and (words[-1] in ORGANIZATION_NOUNS or any(
-        w in ORGANIZATION_NOUNS and nxt == "of" for w, nxt in pairwise(words)))  # fmt: skip
-
-
-def _placed(text: str, end: int, places: set[int]) -> bool:
-    """Whether the name that ends at ``end`` is qualified by a place: a comma, then a span typed as a place
-    ("Sabaneta, Barinas"), not a title ("Philip the Good, Duke of Burgundy")."""
-    m = _QUALIFIED.match(text[end:])
-    return m is not None and end + m.end() - 1 in places
-
-
-def _inner_place(text: str, a: int, b: int) -> float:
-    """Where a place sits in a "Town, Region, Country" run: 1 for the innermost (the town, qualified by what
-    follows it), -1 for a container that qualifies the place before it, 0 for a place standing alone. "Where"
-    asks for the most specific place the text gives."""
-    if _QUALIFIER.search(text[:a]):
-        return -1.0
-    return 1.0 if _QUALIFIED.match(text[b:]) else 0.0
 
 
 def _titled_options(options: tuple[str, ...], sentences: Sequence[_Sentence]) -> tuple[str, ...]:
@@ -1597,7 +1422,7 @@ def _touches(r: Any, names: Sequence[str]) -> bool:
 
 
 def _shared_value(a: str, b: str) -> bool:
-    """Whether two nationality or country values share a place by ``_same_place`` (its four-letter prefix test
+    """Whether two nationality or country values share a place by ``same_place`` (its four-letter prefix test
     included), on the whole value or on the capitalized last part of a hyphened compound, which says where
     someone is of ("Czech-American" is American too; the "born" of "German-born" is no place)."""
 
@@ -1605,28 +1430,7 @@ def _shared_value(a: str, b: str) -> bool:
         last = re.split(r"\s*-\s*", value)[-1]
         return {f for f in (normalize(value), normalize(last) if last[:1].isupper() else "") if f}
 
-    return any(x == y or _same_place(x, y) for x in forms(a) for y in forms(b))
-
-
-def _same_place(a: str, b: str) -> bool:
-    """Two normalized nationality or country values that name the same place: after at least four shared letters,
-    each ends in what a country's name or its demonym ends in (``_DEMONYM_ENDINGS``: "italy" / "italian",
-    "britain" / "british", "japan" / "japanese"). Another word ("guinea" / "guinea bissau") or another ending
-    ("austria" / "australia", "slovakia" / "slovenia", "slovak" / "slovene", "malay" / "malawi") is another place.
-    Not caught: irregular pairs ("american" / "united states", "france" / "french", "norway" / "norwegian",
-    "peru" / "peruvian"); taken for one place: "niger" / "nigeria", whose endings are a demonym's."""
-    if not a or not b:
-        return False
-    if a == b:
-        return True
-    shared = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return shared >= 4 and a[shared:] in _DEMONYM_ENDINGS and b[shared:] in _DEMONYM_ENDINGS
-
-
-#: what a country's name and its demonym end in after the letters they share ("germ-any" / "germ-an",
-#: "brit-ain" / "brit-ish", "chin-a" / "chin-ese", "engl-and" / "engl-ish", "belgi-um" / "belgi-an")
-_DEMONYM_ENDINGS = frozenset({"", "a", "e", "i", "o", "y", "n", "an", "en", "er", "ey", "ia", "ic", "on", "um", "ian",
-                              "ean", "ese", "ish", "ain", "and"})  # fmt: skip
+    return any(x == y or same_place(x, y) for x in forms(a) for y in forms(b))
 
 
 _PERCENT_WORD = re.compile(r"\s+per\s*cent(?:age)?\s*$", re.IGNORECASE)
@@ -1675,7 +1479,7 @@ def _other_year(text: str, a: int, b: int, years: frozenset[int], periods: set[i
         return year not in years
     cell = table_cell(text, a, b)
     if cell is not None:
-        heads = {int(y) for y in _YEAR.findall(cell[2])}
+        heads = {int(y) for y in YEAR.findall(cell[2])}
         return bool(heads) and not heads & years
     # the period a text states its values for: "Year ended December 31, 2014 as compared to ... 2013" above "a
     # $70.6 million increase in personnel-related costs" is no answer for 2015
