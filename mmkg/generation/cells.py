@@ -13,12 +13,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from mmkg.generation.extractive import STOPWORDS
+from mmkg.generation.extractive import STOPWORDS, WORD
 from mmkg.generation.quantities import NUMBER
 from mmkg.generation.question import stem
 from mmkg.ingest.pdf_tables import CELL_SEP
 
-_WORD = re.compile(r"[\w'-]+", re.UNICODE)
 _WH = frozenset(stem(w) for w in ("what", "which", "who", "when", "where", "how"))
 _DIGITS = re.compile(r"\d{4}")  # a year or a four-digit column name inside a token ("FY2015", "2015:")
 
@@ -27,7 +26,7 @@ _DIGITS = re.compile(r"\d{4}")  # a year or a four-digit column name inside a to
 def asked_words(text: str) -> frozenset[str]:
     """The content words of a text as stems, with four-digit numbers inside tokens ("FY2015" -> "2015"); cached,
     as every candidate of a question asks it of the same question and headers."""
-    return frozenset({stem(w) for w in _WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH
+    return frozenset({stem(w) for w in WORD.findall(text) if len(w) > 1 and w.lower() not in STOPWORDS} - _WH
                      | set(_DIGITS.findall(text)))  # fmt: skip
 
 

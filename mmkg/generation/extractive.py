@@ -24,7 +24,8 @@ from mmkg.generation.base import Generation, GenerationRequest, approx_tokens
 if TYPE_CHECKING:  # the reader imports this module's stop words: its answer type is for annotations only
     from mmkg.generation.reader import ShortAnswer
 
-_WORD = re.compile(r"[\w'-]+", re.UNICODE)
+#: a word as the readers count them: letters and digits, with apostrophes and hyphens inside ("Jane's", "Wo-ping")
+WORD = re.compile(r"[\w'-]+", re.UNICODE)
 MIN_WORDS = 4
 PREFIX = "Extractive answer (copied from the evidence, no language model): "
 
@@ -41,7 +42,7 @@ STOPWORDS = _stopwords()
 def content_words(text: str) -> set[str]:
     """Lower-cased words that are not stop words, cut to 5 characters so "deployed" meets "deploy" and
     "missions" meets "mission" (a crude stem: enough to count shared words, no stemmer to load)."""
-    return {w.lower()[:5] for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
+    return {w.lower()[:5] for w in WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 1}
 
 
 def render_reading(reading: ShortAnswer) -> tuple[str, list[int]]:
@@ -85,7 +86,7 @@ class ExtractiveGenerator:
             for text, score in candidates.values():
                 if text[:60] not in ev.text:
                     continue  # a sentence the budget cut out of the context is not evidence that was shown
-                if len(_WORD.findall(text)) < MIN_WORDS:
+                if len(WORD.findall(text)) < MIN_WORDS:
                     continue  # headings and fragments are no answer
                 words = content_words(text)
                 overlap = len(words & wanted) / len(wanted) if wanted else 0.0

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+from mmkg.generation.extractive import WORD
 from mmkg.generation.question import ORGANIZATION_NOUNS, QuestionAnalysis
 
-_WORD = re.compile(r"[\w'-]+", re.UNICODE)
 # a capitalized name after "in"/"at"/"near" ("died in Siversky", "born in Port of Spain"): a place NER may miss
 PLACE_AFTER = re.compile(r"\b(?:in|at|near)\s+((?:[A-Z][\w'’.-]*)(?:\s+(?:of|de|del|la|upon|on)\s+[A-Z][\w'’.-]*|"
                          r"\s+[A-Z][\w'’.-]*)*)")  # fmt: skip
@@ -28,7 +28,7 @@ def weighed_as_org(q: QuestionAnalysis, text: str, name: str, label: str, end: i
 def institution_named(name: str) -> bool:
     """Whether a name says it is an organization's: its last word, or a word before "of", is an organization noun
     ("King's College", "University of Leeds"; not "College Station" or "Studio City")."""
-    words = _WORD.findall(name.lower())
+    words = WORD.findall(name.lower())
     return bool(words) and (words[-1] in ORGANIZATION_NOUNS or any(
         w in ORGANIZATION_NOUNS and nxt == "of" for w, nxt in pairwise(words)))  # fmt: skip
 

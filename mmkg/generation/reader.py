@@ -78,7 +78,7 @@ from mmkg.generation.cells import asked_words, named_cells, table_cell
 from mmkg.generation.counting import COMPLETE, asked_parts, asks_items, count_items, count_parts
 from mmkg.generation.dates import DAY_BEFORE, MONTH, MONTH_NEXT, NEXT_MONTH, YEAR, date_key, lifespan_role, unglued
 from mmkg.generation.definition import defined_term, definitions, expansions
-from mmkg.generation.extractive import STOPWORDS
+from mmkg.generation.extractive import STOPWORDS, WORD
 from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, named_rows
 from mmkg.generation.people import described, parent_role, same_person
 from mmkg.generation.phrases import focus_phrases, tags
@@ -138,7 +138,6 @@ BRIDGE_PAGE = 1.0  # a bridge person whose own page was retrieved
 BRIDGE_WEIGHT = 0.5  # how much the bridge's own score adds to a two-hop answer's
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(])|\n\s*\n+")
-_WORD = re.compile(r"[\w'-]+", re.UNICODE)
 # the noun a name stands in apposition to, with its determiner: "the orbiter Columbia", "that flight, STS-93"
 _APPOSITION = re.compile(r"\b(the|a|an|this|that|these|those|her|his|its|their|our|first|second|last)\s+"
                          r"(?:[a-z][\w-]*\s+)?([a-z][\w-]+),?\s*$", re.IGNORECASE)  # fmt: skip
@@ -267,7 +266,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(w) for w in _WORD.findall(text) if len(w) > 1}
+    return {stem(w) for w in WORD.findall(text) if len(w) > 1}
 
 
 def _contains(haystack: str, needle: str) -> bool:
@@ -335,7 +334,7 @@ _NUMERIC_NAME = re.compile(r"[\d.,%$ ]+")
 
 def _negated(text: str, words: set[str]) -> bool:
     """Whether a negation stands within three words before one of ``words`` (stems) in ``text``."""
-    tokens = [t.lower() for t in _WORD.findall(text)]
+    tokens = [t.lower() for t in WORD.findall(text)]
     return any(stem(t) in words and any(w in _NEGATION or w.endswith("n't") for w in tokens[max(0, i - 3) : i])
                for i, t in enumerate(tokens))  # fmt: skip
 
@@ -464,7 +463,7 @@ class Reader:
             spans += named_cells(q.text, s.text)
             if _asks_kind(q):  # "what kind of environment": "a quiet and relaxed environment"
                 # "which colours": the question says the focus noun in the plural ("program's" is no plural)
-                plural = not any(re.sub(r"['’]s$", "", w.lower()) == q.focus for w in _WORD.findall(q.text))
+                plural = not any(re.sub(r"['’]s$", "", w.lower()) == q.focus for w in WORD.findall(q.text))
                 # a phrase whose modifiers restate the question ("a Space Shuttle mission") says no more than it
                 asked = _stems(q.text) | {stem(q.focus)}
                 spans += [sp for sp in focus_phrases(q.focus, s.text, tags([s.text], model)[0], plural)
@@ -487,7 +486,7 @@ class Reader:
     def _features(self, q: QuestionAnalysis, s: _Sentence, a: int, b: int, bridges: set[str],
                   relations: Sequence[tuple[set[str], str, str]]) -> dict[str, float]:  # fmt: skip
         rel, kin = set(q.relation), set(q.alternates)
-        tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.text)]
+        tokens = [(m.start(), stem(m.group(0))) for m in WORD.finditer(s.text)]
         here = {t for _, t in tokens}
         prev = _stems(s.prev)
 
@@ -503,7 +502,7 @@ class Reader:
         share = max(share_in(here), carry * share_in(prev))
         if continues:  # the sentence reads on from the one before: measure distances across both
             shift = len(s.prev) + 1
-            tokens = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(s.prev)] + [
+            tokens = [(m.start(), stem(m.group(0))) for m in WORD.finditer(s.prev)] + [
                 (pos + shift, t) for pos, t in tokens]
             a, b = a + shift, b + shift
         ra, rb = a, b
@@ -573,7 +572,7 @@ class Reader:
         labels = labels_for(value_type, q.focus)
         pool = sorted(sentences, key=lambda s: -s.pre)[:limit]
         bridges = self._bridge_titles(q, sentences)
-        relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
+        relations = [({stem(w) for w in WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
                      for r in (result.relations if result is not None else [])]  # fmt: skip
         # one batch through NER for sentences without the build's spans; _spans reads the cache
         entities([s.text for s in pool if s.ents is None], self.model)
@@ -877,7 +876,7 @@ class Reader:
         found missing) holds it: misspelt by a slip ("Netfilx"), or in the documents' file names, it is there."""
         words = {stem(w): w for w in q.relation_words}
         for name in q.entities:
-            words.update({stem(w): w for w in _WORD.findall(name) if len(w) > 2 and w.lower() not in STOPWORDS})
+            words.update({stem(w): w for w in WORD.findall(name) if len(w) > 2 and w.lower() not in STOPWORDS})
         if not words:
             return 1.0, []
         seen: set[str] = set()
@@ -925,7 +924,7 @@ class Reader:
         Anand's page retrieved): bridge candidates whatever label NER gave the name, or none."""
         names = {bare_title(s.title) for s in sentences if s.title}
         names = {n for n in names if len(n) > 2 and not any(_contains(n, e) or _contains(e, n) for e in q.entities)}
-        relations = [({stem(w) for w in _WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
+        relations = [({stem(w) for w in WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
                      for r in (result.relations if result is not None else [])]  # fmt: skip
         bridges = self._bridge_titles(q, sentences)
         out = []
@@ -1229,7 +1228,7 @@ def _owned(contact: str, names: Sequence[str]) -> bool:
     """Whether an e-mail address or web address spells a word the question gives for its owner (its user or site
     part: "lnahmiash@..." for "Laurent Nahmiash", in a question NER may find no name in when it is lower case)."""
     handle = contact.lower().split("@")[0] if "@" in contact else contact.lower()
-    words = {w.lower() for name in names for w in _WORD.findall(name) if len(w) >= 4}
+    words = {w.lower() for name in names for w in WORD.findall(name) if len(w) >= 4}
     return any(w in handle for w in words)
 
 
