@@ -48,9 +48,8 @@ def date_key(text: str) -> tuple[int, int, int] | None:
     day = 0
     if month_m:
         rest = text[: month_m.start()] + " " + text[month_m.end() :]
-        d = next((int(m.group(1)) for m in DAY.finditer(rest) if 1 <= int(m.group(1)) <= 31
-                  and not YEAR.fullmatch(m.group(0))), 0)  # fmt: skip
-        day = d
+        day = next((int(m.group(1)) for m in DAY.finditer(rest) if 1 <= int(m.group(1)) <= 31
+                    and not YEAR.fullmatch(m.group(0))), 0)  # fmt: skip
     return int(years[0]), month, day
 
 
@@ -79,8 +78,7 @@ def lifespan_role(text: str, a: int, b: int) -> tuple[str, ...]:
     dash = DASH.search(inner) or GLUED_YEAR.search(inner)
     if dash is None:
         return ()
-    if dash.re is GLUED_YEAR:  # the lost dash sat where the first date's year ends
-        return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
-    if not (YEAR.search(inner[: dash.start()]) or YEAR.search(inner[dash.end() :])):
+    # a dash stands between dates with a year; a lost one (GLUED_YEAR) sat where the first date's year ends
+    if dash.re is not GLUED_YEAR and not (YEAR.search(inner[: dash.start()]) or YEAR.search(inner[dash.end() :])):
         return ()
     return ("died", "death") if a - open_ - 1 >= dash.end() else ("born", "birth")
