@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import ArtCorpus, free_port
-from tiny_models import write_tiny_llava, write_tiny_lm
+from tiny_models import write_tiny_gguf, write_tiny_llava, write_tiny_lm
 from typer.testing import CliRunner
 
 from mmkg.cli import app
@@ -257,6 +257,42 @@ def test_llamacpp_backend_answers_in_process(art_index: Index, tiny_gguf: Path, 
     assert a.prompt_tokens > 50 and 1 <= a.completion_tokens <= 8
     request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=3), BIRTH, "qa", 300, gen, None, 8)
     assert "".join(gen.stream(request)) == gen.generate(request).text  # greedy: the same text
+
+
+def test_llamacpp_gguf_without_a_chat_template_warns_and_takes_a_named_format(
+    art_index: Index, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, no_network
+):
+    # a base model's GGUF carries no tokenizer.chat_template: llama-cpp-python would write Llama 2's "<<SYS>>"
+    # prompts, which other models echo; the backend says so, and MMKG_LLM_CHAT_FORMAT names the format instead
+    bare = write_tiny_gguf(tmp_path / "bare.gguf", chat_template=False)
+    monkeypatch.delenv("MMKG_LLM_CHAT_FORMAT", raising=False)
+    with caplog.at_level("WARNING", logger="mmkg.llm.local"):
+        gen = get_generator("llamacpp", str(bare), n_ctx=2048)
+    assert gen.chat_format == "llama-2"
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "mmkg.llm.local"]
+    assert str(bare) in warning and "no chat template" in warning and "MMKG_LLM_CHAT_FORMAT" in warning
+
+    caplog.clear()
+    monkeypatch.setenv("MMKG_LLM_CHAT_FORMAT", "chatml")
+    with caplog.at_level("WARNING", logger="mmkg.llm.local"):
+        named = get_generator("llamacpp", str(bare), n_ctx=2048)
+    assert named.chat_format == "chatml" and not caplog.records
+    request, _, _ = prepare(retrieve(art_index, text=BIRTH, k=3), BIRTH, "qa", 300, named, None, 8)
+    # chatml wraps each message in <|im_start|> ... <|im_end|>: the prompt grows by those markers' tokens
+    assert named.generate(request).prompt_tokens > gen.generate(request).prompt_tokens
+
+    monkeypatch.setenv("MMKG_LLM_CHAT_FORMAT", "no-such-format")
+    with pytest.raises(GenerationError, match=r"MMKG_LLM_CHAT_FORMAT.*no-such-format.*chatml"):
+        get_generator("llamacpp", str(bare), n_ctx=2048)
+
+
+def test_llamacpp_gguf_with_its_own_template_loads_quietly(
+    tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    monkeypatch.delenv("MMKG_LLM_CHAT_FORMAT", raising=False)
+    with caplog.at_level("WARNING", logger="mmkg.llm.local"):
+        gen = get_generator("llamacpp", str(tiny_gguf), n_ctx=2048)
+    assert not caplog.records and gen.chat_format != "llama-2"
 
 
 def test_openai_backend_against_a_real_llama_cpp_server(art_index: Index, llama_server: str):

@@ -25,7 +25,9 @@ import numpy as np
 WORDS = ["the", "a", "answer", "is", "Uppsala", "born", "in", "where", "was", "painter", "picture", "what", "this"]
 
 
-def write_tiny_gguf(path: Path, n_ctx: int = 4096) -> Path:
+def write_tiny_gguf(path: Path, n_ctx: int = 4096, chat_template: bool = True) -> Path:
+    """A one-layer random llama GGUF; ``chat_template=False`` leaves out ``tokenizer.chat_template``, as base models'
+    conversions do."""
     import gguf
 
     rng = np.random.default_rng(0)
@@ -57,11 +59,12 @@ def write_tiny_gguf(path: Path, n_ctx: int = 4096) -> Path:
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
     # content is a string, or (an image message) a list of parts: text shown, a picture as its URL
-    w.add_chat_template(
-        "{% for m in messages %}{{ m['role'] }}: {% if m['content'] is string %}{{ m['content'] }}"
-        "{% else %}{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}"
-        "{% else %} {{ p['image_url']['url'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}assistant:"
-    )
+    if chat_template:
+        w.add_chat_template(
+            "{% for m in messages %}{{ m['role'] }}: {% if m['content'] is string %}{{ m['content'] }}"
+            "{% else %}{% for p in m['content'] %}{% if p['type'] == 'text' %}{{ p['text'] }}"
+            "{% else %} {{ p['image_url']['url'] }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}assistant:"
+        )
 
     def weights(*shape: int) -> np.ndarray:
         return (rng.standard_normal(shape) * 0.02).astype(np.float32)

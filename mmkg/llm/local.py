@@ -3,10 +3,17 @@
 Both take a local path (or, for transformers, an id already in the local cache); nothing is
 downloaded at run time. Missing packages or files are a ``GenerationError`` that says what to install
 or where the file was looked for.
+
+A GGUF names its prompt format in ``tokenizer.chat_template``. One without it (a base model, an older
+conversion) would get llama-cpp-python's fallback, Llama 2's ``[INST] <<SYS>>`` format, which other models echo
+back: Gemma 3 270M, run so, answered with "<<SYS>>" and the evidence copied. ``MMKG_LLM_CHAT_FORMAT`` (or
+``chat_format``) names the format instead, and without either such a file is loaded with a warning that says so.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,22 +22,46 @@ from typing import Any
 from mmkg.llm.base import Generation, GenerationError, GenerationRequest
 from mmkg.llm.openai_backend import messages
 
+log = logging.getLogger(__name__)
+
 
 class LlamaCppGenerator:
     """A local GGUF model in process (llama-cpp-python's ``Llama.create_chat_completion``)."""
 
     name = "llamacpp"
 
-    def __init__(self, model: str, n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0):
+    def __init__(
+        self, model: str, n_ctx: int = 4096, n_threads: int | None = None, seed: int = 0, chat_format: str | None = None
+    ):
         path = Path(model)
         if not path.is_file():
             raise GenerationError(f"GGUF model {path} not found; give the path of a .gguf file (--model)")
         try:
             from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import (
+                LlamaChatCompletionHandlerNotFoundException,
+                LlamaChatCompletionHandlerRegistry,
+            )
         except ImportError as exc:
             raise GenerationError("the llamacpp backend needs llama-cpp-python: pip install llama-cpp-python") from exc
+        chat_format = chat_format or os.environ.get("MMKG_LLM_CHAT_FORMAT") or None
+        if chat_format is not None:
+            try:
+                LlamaChatCompletionHandlerRegistry().get_chat_completion_handler_by_name(chat_format)
+            except LlamaChatCompletionHandlerNotFoundException as exc:  # its message lists the formats it knows
+                raise GenerationError(f"chat format (MMKG_LLM_CHAT_FORMAT): {exc}") from exc
         self.model = path.name
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        self.llm = Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, chat_format=chat_format, verbose=False
+        )
+        #: the prompt format in use: the one named, the file's own template, or llama-cpp-python's fallback
+        self.chat_format: str = self.llm.chat_format or ""
+        if chat_format is None and "tokenizer.chat_template" not in (self.llm.metadata or {}):
+            log.warning(
+                "%s carries no chat template (tokenizer.chat_template), so its prompts are written in %s's format, "
+                "which a model trained on another one repeats or ignores; name the model's own format with "
+                "MMKG_LLM_CHAT_FORMAT (gemma, chatml, llama-3, mistral-instruct, qwen, ...)", path, self.chat_format,
+            )  # fmt: skip
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
