@@ -36,6 +36,7 @@ def main(
     budget: Annotated[int, typer.Option(help="Context token budget.")] = 1500,
     limit: Annotated[int, typer.Option(help="Answer only the first N questions (0: all).")] = 0,
     dataset: Annotated[Path, typer.Option(help="MMLongBench-Doc folder.")] = DATASET,
+    questions: Annotated[str, typer.Option(help="The questions file inside --dataset.")] = "questions_dev.json",
     out: Annotated[Path | None, typer.Option(help="Write every scored answer here (JSON lines).")] = None,
 ) -> None:
     from mmkg.eval import MMLongBench
@@ -43,8 +44,8 @@ def main(
     from mmkg.generation import answer, get_generator
     from mmkg.index import Index
 
-    mb = MMLongBench.load(dataset / "documents", dataset / "questions_dev.json")
-    raw = json.loads((dataset / "questions_dev.json").read_text())
+    mb = MMLongBench.load(dataset / "documents", dataset / questions)
+    raw = json.loads((dataset / questions).read_text())
     if limit:
         raw = raw[:limit]
     idx = Index.open(index)
