@@ -286,6 +286,29 @@ def test_llamacpp_gguf_without_a_chat_template_warns_and_takes_a_named_format(
         get_generator("llamacpp", str(bare), n_ctx=2048)
 
 
+def test_cli_ask_takes_a_chat_format_for_a_gguf_without_one(art: ArtCorpus, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch, no_network):  # fmt: skip
+    bare = str(write_tiny_gguf(tmp_path / "bare.gguf", chat_template=False))
+    monkeypatch.delenv("MMKG_LLM_CHAT_FORMAT", raising=False)
+    index = str(art.data / "index")
+    base = ["ask", BIRTH, "--index", index, "--backend", "llamacpp", "--model", bare, "--max-tokens", "4", "--json"]
+    out = CliRunner().invoke(app, [*base, "--chat-format", "chatml"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)
+    assert got["backend"] == "llamacpp" and got["model"] == "bare.gguf" and 1 <= got["completion_tokens"] <= 4
+    out = CliRunner().invoke(app, [*base, "--chat-format", "no-such-format"])
+    assert out.exit_code == 2 and "--chat-format" in out.output and "no-such-format" in out.output, out.output
+
+
+def test_generator_resource_passes_its_chat_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from resources.generator import GeneratorResource
+
+    monkeypatch.delenv("MMKG_LLM_CHAT_FORMAT", raising=False)
+    bare = str(write_tiny_gguf(tmp_path / "bare.gguf", chat_template=False))
+    assert GeneratorResource(backend="llamacpp", model=bare, chat_format="chatml").get().chat_format == "chatml"
+    assert GeneratorResource(backend="llamacpp", model=bare).get().chat_format == "llama-2"  # the fallback, warned
+
+
 def test_llamacpp_gguf_with_its_own_template_loads_quietly(
     tiny_gguf: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ):

@@ -23,6 +23,12 @@ from mmkg.cli.common import (
     parse_params,
 )
 
+ChatFormat = Annotated[
+    str | None,
+    typer.Option("--chat-format", help="llamacpp: the GGUF's prompt format when the file names none (gemma, chatml, "
+                                      "llama-3, ...; default: $MMKG_LLM_CHAT_FORMAT, else the file's template)."),
+]  # fmt: skip
+
 
 @app.command()
 def query(
@@ -164,6 +170,7 @@ def serve(
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Its model name or local path.")] = None,
     base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
+    chat_format: ChatFormat = None,
     reindex: Annotated[
         bool, typer.Option(help="After an upload or delete, run `mmkg index update` (with --corpus; "
                                 "--no-reindex leaves it to a Dagster daemon's corpus sensor).")
@@ -180,7 +187,7 @@ def serve(
 
     generators = {}
     if backend and backend != "extractive":
-        options = {"base_url": base_url} if backend == "openai" and base_url else {}
+        options = _backend_options(backend, base_url=base_url, chat_format=chat_format)
         generators[backend] = lambda: get_generator(backend, model, **options)
     try:
         root = index_root(index)
@@ -227,6 +234,16 @@ def _print_reading(result: Any) -> None:
         console.print(Text(f"  why: {reading['reason']}", style="dim"))
 
 
+def _backend_options(backend: str, base_url: str | None = None, timeout: float | None = None,
+                     chat_format: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """The keyword arguments of ``get_generator`` that the flags give this backend (an unset flag: its default)."""
+    if backend == "openai":
+        return {k: v for k, v in (("base_url", base_url), ("timeout", timeout)) if v is not None}
+    if backend == "llamacpp" and chat_format:
+        return {"chat_format": chat_format}
+    return {}
+
+
 def _check_backend(backend: str, model: str | None) -> None:
     """The generation backend's name and model, checked without importing it (get_generator's rules; the
     backends that read rather than write, ``READING_BACKENDS``, are the answer layer's, registered when that
@@ -265,6 +282,7 @@ def ask(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (default: $MMKG_LLM_BASE_URL).")
     ] = None,
+    chat_format: ChatFormat = None,
     task: Annotated[
         str | None, typer.Option("--task", help="Prompt: qa, vqa, mkg_graph, mg2_reasoning, ... or a template file.")
     ] = None,
@@ -287,8 +305,8 @@ def ask(
         get_strategy(strategy, None, **overrides)
         if task is not None:
             load_template(task)
-        options = {"base_url": base_url, "timeout": timeout} if backend == "openai" else {}
-        gen = get_generator(backend, model, **options)
+        gen = get_generator(backend, model, **_backend_options(backend, base_url=base_url, timeout=timeout,
+                                                               chat_format=chat_format))  # fmt: skip
     except (ValueError, GenerationError) as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc

@@ -6,8 +6,9 @@ or where the file was looked for.
 
 A GGUF names its prompt format in ``tokenizer.chat_template``. One without it (a base model, an older
 conversion) would get llama-cpp-python's fallback, Llama 2's ``[INST] <<SYS>>`` format, which other models echo
-back: Gemma 3 270M, run so, answered with "<<SYS>>" and the evidence copied. ``MMKG_LLM_CHAT_FORMAT`` (or
-``chat_format``) names the format instead, and without either such a file is loaded with a warning that says so.
+back: Gemma 3 270M, run so, answered with "<<SYS>>" and the evidence copied. ``chat_format`` (``--chat-format``,
+the ``generator`` resource's ``chat_format``) or ``MMKG_LLM_CHAT_FORMAT`` names the format instead, and without
+either such a file is loaded with a warning that says so.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class LlamaCppGenerator:
             try:
                 LlamaChatCompletionHandlerRegistry().get_chat_completion_handler_by_name(chat_format)
             except LlamaChatCompletionHandlerNotFoundException as exc:  # its message lists the formats it knows
-                raise GenerationError(f"chat format (MMKG_LLM_CHAT_FORMAT): {exc}") from exc
+                raise GenerationError(f"chat format (--chat-format, MMKG_LLM_CHAT_FORMAT): {exc}") from exc
         self.model = path.name
         self.llm = Llama(
             model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, chat_format=chat_format, verbose=False
@@ -60,7 +61,8 @@ class LlamaCppGenerator:
             log.warning(
                 "%s carries no chat template (tokenizer.chat_template), so its prompts are written in %s's format, "
                 "which a model trained on another one repeats or ignores; name the model's own format with "
-                "MMKG_LLM_CHAT_FORMAT (gemma, chatml, llama-3, mistral-instruct, qwen, ...)", path, self.chat_format,
+                "--chat-format or MMKG_LLM_CHAT_FORMAT (gemma, chatml, llama-3, mistral-instruct, qwen, ...)", path,
+                self.chat_format,
             )  # fmt: skip
 
     def count_tokens(self, text: str) -> int:
