@@ -55,8 +55,6 @@ class LlamaCppGenerator:
         self.llm = Llama(
             model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, chat_format=chat_format, verbose=False
         )
-        #: the prompt format in use: the one named, the file's own template, or llama-cpp-python's fallback
-        self.chat_format: str = self.llm.chat_format or ""
         if chat_format is None and "tokenizer.chat_template" not in (self.llm.metadata or {}):
             log.warning(
                 "%s carries no chat template (tokenizer.chat_template), so its prompts are written in %s's format, "
@@ -64,6 +62,11 @@ class LlamaCppGenerator:
                 "--chat-format or MMKG_LLM_CHAT_FORMAT (gemma, chatml, llama-3, mistral-instruct, qwen, ...)", path,
                 self.chat_format,
             )  # fmt: skip
+
+    @property
+    def chat_format(self) -> str:
+        """The prompt format in use: the one named, the file's own template, or llama-cpp-python's fallback."""
+        return self.llm.chat_format or ""
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False))
