@@ -572,8 +572,7 @@ class Reader:
         labels = labels_for(value_type, q.focus)
         pool = sorted(sentences, key=lambda s: -s.pre)[:limit]
         bridges = self._bridge_titles(q, sentences)
-        relations = [({stem(w) for w in WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
-                     for r in (result.relations if result is not None else [])]  # fmt: skip
+        relations = _relation_keys(result)
         # one batch through NER for sentences without the build's spans; _spans reads the cache
         entities([s.text for s in pool if s.ents is None], self.model)
         if value_type == "string" and _asks_kind(q):
@@ -924,8 +923,7 @@ class Reader:
         Anand's page retrieved): bridge candidates whatever label NER gave the name, or none."""
         names = {bare_title(s.title) for s in sentences if s.title}
         names = {n for n in names if len(n) > 2 and not any(_contains(n, e) or _contains(e, n) for e in q.entities)}
-        relations = [({stem(w) for w in WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
-                     for r in (result.relations if result is not None else [])]  # fmt: skip
+        relations = _relation_keys(result)
         bridges = self._bridge_titles(q, sentences)
         out = []
         for s in own:
@@ -1413,6 +1411,13 @@ def _on_page(s: _Sentence, name: str) -> bool:
 def _names(s: _Sentence, name: str) -> bool:
     """Whether a sentence is on ``name``'s own page or names it."""
     return _contains(s.title, name) or _contains(name, s.title) or _contains(s.text, name)
+
+
+def _relation_keys(result: RetrievalResult | None) -> list[tuple[set[str], str, str]]:
+    """The result's relations as the candidate features match them: (the predicate's stems, the normalized
+    subject, the normalized object)."""
+    return [({stem(w) for w in WORD.findall(r.predicate)}, normalize(r.subject), normalize(r.object))
+            for r in (result.relations if result is not None else [])]  # fmt: skip
 
 
 def _touches(r: Any, names: Sequence[str]) -> bool:
