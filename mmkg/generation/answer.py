@@ -28,6 +28,7 @@ from mmkg.generation.counting import asked_parts, asks_items
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import Reader, ShortAnswer
+from mmkg.generation.reading import read
 from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval.document_lists import evidence_lists
 from mmkg.retrieval.document_parts import document_parts
@@ -106,7 +107,9 @@ def prepare(
     note = "The question is about the attached picture.\n" if image is not None else ""
     t0 = time.perf_counter()
     analysis = analyze(question)
-    reading = Reader().read(analysis, result, ctx.evidence)
+    done = read(analysis, result, ctx.evidence)
+    reading = done.answer
+    ctx.notes.extend(done.notes)
     # the question's parse, when ``retrieve`` did it first (the analysis is cached), counts here too
     # (and the bridge's reading of a two-hop question, done there to retrieve the bridge's page, and the lookup
     # of the chunks' entity spans)

@@ -217,6 +217,8 @@ class ShortAnswer:
     reason: str = ""  # in words: why this answer (or why none)
     latency_ms: float = 0.0  # question analysis and reading
     coverage: float = 1.0  # share of the question's own words the evidence holds (span answers scale by it)
+    declined_for: str = ""  # why it declined: "confidence", or what the evidence lacks (a name, the page pointed at)
+    model: str = ""  # the language model that chose the answer among the candidates, when one read them
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -402,6 +404,12 @@ class Reader:
             if mine and before:
                 _follow(before[-1], mine[0])
         return [s for mine in per_chunk for s in mine]
+
+    def ranked(self, q: QuestionAnalysis, evidence: Sequence[Evidence], limit: int = 4) -> list[Support]:
+        """The ``limit`` sentences of the evidence most about the question (retrieval score, the question's words,
+        the things it names, the chunk's rank), best first: what a model reading the evidence is shown."""
+        sentences = sorted(self._sentences(q, evidence), key=lambda s: -s.pre)[:limit]
+        return [Support(s.label, s.text, -1, -1, s.chunk_id, s.offset) for s in sentences]
 
     def _bridge_titles(self, q: QuestionAnalysis, sentences: Sequence[_Sentence]) -> set[str]:
         """Titles of evidence that the question's own sentences name: the pages a second hop lands on."""
@@ -657,7 +665,7 @@ class Reader:
                 q, sentences, result)
             if q.arithmetic is not None and ans.method != "arithmetic" and not ans.abstained:
                 # a difference or a sum answered by one value read off the evidence is wrong by construction
-                _decline(ans, f"the question asks for the {q.arithmetic.kind} of two values and the evidence gave one")
+                decline(ans, f"the question asks for the {q.arithmetic.kind} of two values and the evidence gave one")
         ans.support = [
             Support(sp.label, sp.sentence, sp.start, sp.end, offsets[(sp.label, sp.sentence)].chunk_id,
                     offsets[(sp.label, sp.sentence)].offset) if (sp.label, sp.sentence) in offsets else sp
@@ -683,12 +691,12 @@ class Reader:
                 ans.method in ("span", "arithmetic", "parts", "list", "label", "row", "definition",
                                "superlative"):  # fmt: skip
             # "What score did LLaVa + Step-Back achieve?" where no evidence names LLaVa
-            _decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
+            decline(ans, f"the question names {', '.join(absent[:4])}, which no evidence mentions")
         off = self._off_page(ans, evidence, result)
         if off:  # "the governor as mentioned on the last page", read on the first
-            _decline(ans, off)
+            decline(ans, off)
         if not ans.abstained and ans.method in THRESHOLDED and ans.confidence < self.min_confidence:
-            _decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
+            decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
         return ans
 
     @staticmethod
@@ -1386,12 +1394,13 @@ def _fmt(value: float) -> str:
     return f"{round(value, 2):g}"
 
 
-def _decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
+def decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:
     """Turns ``ans`` into "Not answerable" in place, saying why; its text stays as the best guess, with the reason
     that made it the best, so a person can still check the guess ("declined: confidence 0.09 is below 0.25 (best
     guess 'Edmonton': the best-scored place of Jocelyn Lovell, the husband the question names, ...)")."""
     guess, because = ans.text, ans.reason
     ans.guess, ans.text, ans.abstained = guess, NOT_ANSWERABLE, True
+    ans.declined_for = "confidence" if keep_confidence else why
     if not keep_confidence:
         ans.confidence = 0.0
     ans.reason = f"declined: {why} (best guess {guess!r}: {because})" if because else \

@@ -10,11 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:  # types only: what the answer layer attaches to a request (never imported at run time)
-    from mmkg.generation.question import QuestionAnalysis
-    from mmkg.generation.reader import ShortAnswer
+from typing import Any, Protocol
 
 
 class GenerationError(RuntimeError):
@@ -53,8 +49,11 @@ class GenerationRequest:
     images: tuple[Path, ...] = ()
     max_tokens: int = 512
     temperature: float = 0.0
-    analysis: QuestionAnalysis | None = None  # what the question asks for (answer type, relation, names)
-    reading: ShortAnswer | None = None  # the short answer the reader found in the evidence, with support and path
+    # what the answer layer attaches, opaque here (the ground floor names no upper layer's type, not even for type
+    # checking): the question's analysis (``mmkg.generation.question.QuestionAnalysis``: answer type, relation,
+    # names) and the short answer read out of the evidence (``mmkg.generation.reader.ShortAnswer``)
+    analysis: Any = None
+    reading: Any = None
 
 
 @dataclass
@@ -69,7 +68,7 @@ class Generation:
     latency_ms: float = 0.0
     extractive: bool = False  # the text is copied from the evidence, not written by a model
     used: list[int] = field(default_factory=list)  # evidence labels an extractive answer copied from
-    reading: ShortAnswer | None = None  # the short answer a backend that reads spans found itself (the reader's
+    reading: Any = None  # the short answer (a ``ShortAnswer``) a backend that reads spans found itself (the reader's
     # when None)
 
 

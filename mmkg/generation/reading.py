@@ -1,0 +1,92 @@
+"""The short answer, stage by stage: the rule reader, the model's choice, calibrated confidence, faithfulness.
+
+``read(analysis, result, evidence)`` is what ``mmkg ask``, the REST API and ``mmkg eval`` run:
+
+1. ``reader.Reader``: typed candidates, comparisons, yes/no, counts, arithmetic, keyed lookups (no model);
+2. ``model_reader.ModelReader``: for span answers, the reading model chooses among the reader's candidates and the
+   spans of the best sentences, with calibrated confidence, declining below the calibrated threshold;
+3. ``calibration``: the confidence of the reader's computed answers, mapped to how often such answers are right;
+4. ``support.enforce``: a stated answer the cited sentences do not say is declined.
+
+The model is ``reader_model`` (``MMKG_READER_MODEL``): the installed SmolLM2 unless it names another file, or
+``off``. Without it the rule reader answers alone, and the reason is returned as a note for the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from mmkg.generation import calibration
+from mmkg.generation.base import Evidence, GenerationError
+from mmkg.generation.model_reader import ModelReader, Option
+from mmkg.generation.question import QuestionAnalysis
+from mmkg.generation.reader import Reader, ShortAnswer, decline
+from mmkg.generation.support import enforce
+from mmkg.retrieval.results import RetrievalResult
+
+log = logging.getLogger(__name__)
+
+
+@lru_cache(maxsize=4)
+def _model_reader(path: Path, name: str) -> ModelReader:
+    from mmkg.llm.likelihood import load
+
+    return ModelReader(load(path, name), calibration.load())
+
+
+def model_reader(setting: str | None = None) -> tuple[ModelReader | None, str]:
+    """The model reader for ``setting`` (default: the ``reader_model`` setting), or ``None`` and why not."""
+    from mmkg.llm.installed import ModelFileError, reader_model
+
+    if setting is None:
+        from mmkg.settings import get_settings
+
+        setting = get_settings().reader_model
+    try:
+        choice = reader_model(setting)
+    except ModelFileError as exc:
+        return None, str(exc)
+    if choice.path is None:
+        return None, choice.reason
+    if calibration.load() is None:
+        return None, f"no calibration file ({calibration.DEFAULT_PATH}); fit one with benchmarks/reader_fit.py"
+    try:
+        return _model_reader(choice.path, choice.name), ""
+    except GenerationError as exc:
+        log.warning("the reading model could not be loaded: %s", exc)
+        return None, str(exc)
+
+
+@dataclass
+class Reading:
+    """The answer, and what led to it: the rule reader's own answer, the candidates the model scored (best
+    first), and notes for the answer (why no model read it)."""
+
+    answer: ShortAnswer
+    rules: ShortAnswer
+    options: list[Option] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def read(analysis: QuestionAnalysis, result: RetrievalResult | None, evidence: Sequence[Evidence],
+         model: str | None = None) -> Reading:  # fmt: skip
+    """The short answer to ``analysis`` from ``evidence``, stage by stage (see the module's docstring)."""
+    rules = Reader().read(analysis, result, evidence)
+    reading, options = rules, []
+    notes: list[str] = []
+    mr, why = model_reader(model)
+    if mr is not None:
+        reading, options = mr.read(analysis, rules, evidence)
+    else:
+        notes.append(f"answered by the rule reader alone: {why}")
+    cal = calibration.load() if mr is not None else None
+    if cal is not None and not reading.model and not reading.abstained:
+        conf = cal.rule_confidence(reading.method, reading.confidence)
+        reading = replace(reading, confidence=conf)
+        if conf < cal.threshold and reading.method in calibration.RULE_FAMILIES:
+            decline(reading, f"confidence {conf:.2f} is below {cal.threshold:.2f}", keep_confidence=True)
+    return Reading(enforce(reading, evidence, analysis.options), rules, options, notes)
