@@ -1,0 +1,165 @@
+"""Fit the model reader's calibration on dev candidates, write ``mmkg/generation/calibration.json``, and score the
+policy it sets on every set given, the held-apart ones included.
+
+    python benchmarks/reader_fit.py --fit /tmp/ev/cands_tw.jsonl --fit /tmp/ev/cands_dev.jsonl \
+        --check /tmp/ev/cands_val.jsonl --check /tmp/ev/cands_plain.jsonl --write
+
+The candidate dumps come from ``benchmarks/reader_candidates.py``. ``--fit`` sets train the three maps of
+``mmkg.generation.calibration`` (candidate logistic regression, the chosen candidate's isotonic map, the rule
+families' isotonic maps) and choose the threshold (the lowest confidence at which the answered questions'
+precision is at least ``--precision``); ``--check`` sets are only scored. Without ``--write`` nothing is written.
+
+Per set it prints: stated answers (share of answerable questions answered, precision), the best guess's score
+(what peers report: always an answer), the score with declines as the benchmark counts them, the rule reader
+alone and the model alone (its most likely candidate) on the same questions, and the expected calibration error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def _rows(paths: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        out += [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    return out
+
+
+def decide(row: dict[str, Any], cal: Any) -> tuple[str, float, int, bool]:
+    """(answer text, confidence, right, hard-declined) of the policy on one dumped question, before the
+    threshold."""
+    from mmkg.generation.calibration import RULE_FAMILIES
+
+    if row["options"]:
+        best = max(row["options"], key=lambda o: cal.candidate.prob(o["features"]))
+        conf = cal.chosen(cal.candidate.prob(best["features"]))
+        if best["features"]["reader_top"] and row["guess"]:
+            return row["guess"], conf, row["guess_right"], False
+        return best["text"], conf, best["right"], False
+    hard = row["abstained"] and row["declined_for"] not in ("", "confidence")
+    text = row["guess"] or row["text"]
+    conf = cal.rule_confidence(row["method"], row["confidence"]) if row["method"] in RULE_FAMILIES else \
+        row["confidence"]  # fmt: skip
+    if row["abstained"] and not row["guess"]:
+        return text, 0.0, row["text_right"], True
+    return text, conf, row["guess_right"], hard or (row["method"] not in RULE_FAMILIES and row["abstained"])
+
+
+def ece(pairs: list[tuple[float, int]], bins: int = 10) -> float:
+    if not pairs:
+        return 0.0
+    total = 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        sel = [(c, r) for c, r in pairs if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if sel:
+            total += len(sel) / len(pairs) * abs(sum(c for c, _ in sel) / len(sel) - sum(r for _, r in sel) / len(sel))
+    return total
+
+
+def score_set(name: str, rows: list[dict[str, Any]], cal: Any) -> dict[str, float]:
+    answerable = [r for r in rows if not r["na_right"]]
+    stated = right_stated = final = guess_right = rules = model = 0
+    pairs = []
+    for r in rows:
+        text, conf, right, hard = decide(r, cal)
+        guess_right += right
+        says = not hard and conf >= cal.threshold and text and text != "Not answerable"
+        if says:
+            stated += 1
+            right_stated += right
+            final += right
+            pairs.append((conf, right))
+        else:
+            final += r["na_right"]
+        rules += r["text_right"]
+        if r["options"]:
+            top = max(r["options"], key=lambda o: o["features"]["lp"])
+            model += top["right"]
+        else:
+            model += r["text_right"]
+    n = len(rows)
+    return {"set": name, "n": n, "answerable": len(answerable), "stated": stated,
+            "coverage": round(stated / max(len(answerable), 1), 3),
+            "precision": round(right_stated / max(stated, 1), 3), "score": round(final / n, 3),
+            "best_guess": round(guess_right / n, 3), "rules_only": round(rules / n, 3),
+            "model_only": round(model / n, 3), "ece_stated": round(ece(pairs), 3)}  # fmt: skip
+
+
+def main(
+    fit: Annotated[list[Path], typer.Option(help="Dev candidate dumps to fit on.")],
+    check: Annotated[list[Path] | None, typer.Option(help="Dumps only scored.")] = None,
+    precision: Annotated[float, typer.Option(help="Answered questions' precision the threshold keeps.")] = 0.8,
+    c: Annotated[float, typer.Option(help="Inverse L2 strength of the candidate regression.")] = 1.0,
+    write: Annotated[bool, typer.Option(help="Write mmkg/generation/calibration.json.")] = False,
+    drop: Annotated[str, typer.Option(help="Comma list of features left out of the candidate regression.")] = "",
+) -> None:
+    from mmkg.generation.calibration import (
+        DEFAULT_PATH,
+        RULE_FAMILIES,
+        Calibration,
+        Isotonic,
+        fit_isotonic,
+        fit_logistic,
+    )
+    from mmkg.generation.model_reader import FEATURES
+
+    rows = _rows(fit)
+    feats, labels = [], []
+    for r in rows:
+        for o in r["options"]:
+            feats.append(o["features"])
+            labels.append(o["right"])
+    names = [f for f in FEATURES if f not in set(drop.split(","))]
+    candidate = fit_logistic(feats, labels, names, c=c)
+    cal = Calibration(candidate, Isotonic([], []), {}, 0.0)
+    probs, rights = [], []
+    for r in rows:
+        if r["options"]:
+            best = max(r["options"], key=lambda o: candidate.prob(o["features"]))
+            right = r["guess_right"] if best["features"]["reader_top"] and r["guess"] else best["right"]
+            probs.append(candidate.prob(best["features"]))
+            rights.append(right)
+    cal.chosen = fit_isotonic(probs, rights)
+    fams: dict[str, tuple[list[float], list[int]]] = {}
+    for r in rows:
+        fam = RULE_FAMILIES.get(r["method"])
+        if fam and not r["options"] and (r["guess"] or not r["abstained"]):
+            xs, ys = fams.setdefault(fam, ([], []))
+            xs.append(r["confidence"])
+            ys.append(r["guess_right"])
+    cal.rules = {f: fit_isotonic(xs, ys) for f, (xs, ys) in fams.items()}
+    # the threshold: the lowest confidence whose answered questions (pooled over the fit sets) hold the precision
+    decided = [decide(r, cal) for r in rows]
+    candidates = sorted({round(conf, 3) for _, conf, _, hard in decided if not hard})
+    cal.threshold = 1.0
+    for t in candidates:
+        sel = [right for _, conf, right, hard in decided if not hard and conf >= t]
+        if sel and sum(sel) / len(sel) >= precision:
+            cal.threshold = t
+            break
+    cal.fitted_on = {"files": [p.name for p in fit], "questions": len(rows), "candidates": len(feats),
+                     "precision_target": precision, "c": c, "left_out": [f for f in FEATURES if f not in names]}  # fmt: skip
+    print(f"threshold {cal.threshold:.3f}; candidate weights:")
+    for n, w in sorted(zip(candidate.names, candidate.coef, strict=True), key=lambda x: -abs(x[1])):
+        print(f"  {n:>14} {w:+.3f}")
+    print("| set | n | answerable | stated | coverage | precision | score | best guess | rules only | model only | "
+          "ECE |\n|---|" + "---:|" * 10)  # fmt: skip
+    for p in [*fit, *(check or [])]:
+        s = score_set(p.stem, _rows([p]), cal)
+        print("| " + " | ".join(str(v) for v in s.values()) + " |")
+    if write:
+        DEFAULT_PATH.write_text(cal.to_json() + "\n")
+        print(f"wrote {DEFAULT_PATH}")
+
+
+if __name__ == "__main__":
+    typer.run(main)
