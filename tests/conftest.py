@@ -21,6 +21,12 @@ import pytest
 from PIL import Image
 
 matplotlib.use("Agg")
+# The suite tests the rule reader's answers as they are, and the reading model (on by default in mmkg ask) in
+# tests/test_model_reader.py, which turns it on: loading it costs seconds in every process that answers.
+os.environ.setdefault("MMKG_READER_MODEL", "off")
+# Likewise speech recognition (on by default, with the installed Whisper base) runs in tests/test_speech.py; the media
+# tests ingest the committed recordings through their subtitles, or without a transcript where they have none.
+os.environ.setdefault("MMKG_ASR_MODEL", "off")
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = PROJECT / "sample_corpus"

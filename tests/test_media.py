@@ -148,7 +148,7 @@ def test_partition_with_media_sidecars_and_bad_files(tmp_path: Path):
     assert "no video or audio file of the same name" in reasons[("clips/lonely.vtt", "ingest")]
     assert "cannot be parsed as SRT" in reasons[("clips/glitchy.srt", "transcript")]
     assert "clips/glitchy.mp4 is ingested without it" in reasons[("clips/glitchy.srt", "transcript")]
-    assert "no ASR model configured" in reasons[("clips/volcanoes.mp4", "transcript")]
+    assert "no ASR model (MMKG_ASR_MODEL is off" in reasons[("clips/volcanoes.mp4", "transcript")]
     assert "breaks after" in reasons[("clips/cut.webm", "frames")]
     frames = res.images.filter(pl.col("role") == "video_frame")
     vol = frames.filter(pl.col("source").str.starts_with("clips/volcanoes.mp4#t="))

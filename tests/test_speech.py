@@ -1,0 +1,199 @@
+"""Speech out of the box: the installed Whisper base (faster-whisper) transcribes audio and video without subtitles,
+and a question only the speech answers is answered, citing the file and the moment.
+
+Recordings are made here with Debian's espeak-ng (``.ci/run`` installs it) and written as WAV, MP3 and MP4 (a still
+picture with the speech) with PyAV; the rest of the suite ingests media with ASR off (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from PIL import Image
+
+from mmkg.ingest import ingest_partition
+from mmkg.ingest.images import ImageStore
+from mmkg.ingest.media import SAMPLE_RATE, read_audio
+
+MEDIA = Path(__file__).parent / "data" / "media_corpus"
+needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed "
+                                  "(apt-get install espeak-ng; .ci/run installs it)")  # fmt: skip
+SPOKEN = {
+    "lighthouse.wav": "The old lighthouse on Gull Island was built in 1848. Its first keeper was Thomas Bell.",
+    "museum.mp3": "The museum on Main Street opens at nine in the morning. The director of the museum is Maria Garcia.",
+    "train.mp4": "The train to Boston leaves from platform four. The driver of the train is John Miller.",
+}  # words espeak-ng says so that Whisper base hears them (it heard its "bakery" as "Maker", "ferry" as "ferret")
+QUESTIONS = {  # asked of the index; only the speech says the answer
+    "lighthouse.wav": ("Who was the first keeper of the old lighthouse?", "Thomas Bell"),
+    "museum.mp3": ("Who is the director of the museum on Main Street?", "Maria Garcia"),
+    "train.mp4": ("Who is the driver of the train to Boston?", "John Miller"),
+}
+
+
+VOLCANOES = ("Mount Vesuvius erupted in the year seventy-nine. The eruption buried the Roman city of Pompeii. Pompeii "
+             "lies near the modern city of Naples. Its ruins are a World Heritage Site. Krakatoa is a volcanic island "
+             "in Indonesia. Its eruption in eighteen eighty-three was heard far across the ocean.")  # the README's cues
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate: word-level edit distance over the reference's length, after lower-casing and dropping
+    punctuation (numbers are compared as the words espeak-ng said or Whisper wrote, so "79" counts as an error)."""
+    from rapidfuzz.distance import Levenshtein
+
+    def words(t: str) -> list[str]:
+        return re.findall(r"[a-z0-9']+", t.lower())
+
+    return Levenshtein.distance(words(reference), words(hypothesis)) / len(words(reference))
+
+
+@pytest.fixture(scope="module")
+def whisper(tmp_path_factory: pytest.TempPathFactory):
+    from mmkg.ingest.asr import load_transcriber
+
+    transcriber = load_transcriber("")
+    assert transcriber is not None, "the Whisper base wheels of models.txt are not installed (bash scripts/setup.sh)"
+    return transcriber
+
+
+def test_whisper_base_is_joined_once_and_a_different_file_is_refused(tmp_path: Path, monkeypatch):
+    from mmkg.ingest import whisper_model
+
+    folder = whisper_model.assembled(tmp_path / "cache")
+    assert folder is not None and (folder / "model.bin").stat().st_size == whisper_model.MODEL_BYTES
+    assert whisper_model._sha256(folder / "model.bin") == whisper_model.MODEL_SHA256
+    mtime = (folder / "model.bin").stat().st_mtime_ns
+    assert whisper_model.assembled(tmp_path / "cache") == folder and (folder / "model.bin").stat().st_mtime_ns == mtime
+    monkeypatch.setattr(whisper_model, "MODEL_SHA256", "0" * 64)  # as if the wheels held other bytes
+    with pytest.raises(whisper_model.SpeechModelError, match="not the recorded 145,217,532 bytes"):
+        whisper_model.assembled(tmp_path / "other")
+    assert not any((tmp_path / "other").iterdir())  # nothing half-written left behind
+
+
+def test_a_recording_without_subtitles_gets_a_timed_transcript(whisper, tmp_path: Path):
+    root = tmp_path / "corpus"
+    (root / "clips").mkdir(parents=True)
+    shutil.copy(MEDIA / "clips" / "volcanoes.mp4", root / "clips" / "volcanoes.mp4")  # no sidecar
+    res = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), transcriber=whisper)
+    doc = res.documents.row(0, named=True)
+    assert res.media[0]["transcript"] == "asr:whisper-base"
+    text = doc["text"].lower()
+    assert "pompeii" in text and "naples" in text and "krakatoa" in text
+    assert wer(VOLCANOES, text) <= 0.25  # heard here: "Mount Mehubi was erupted ..." for "Mount Vesuvius erupted"
+    segs = doc["time_segments"]
+    assert segs and all(0 <= s["t_start"] <= s["t_end"] <= doc["duration_s"] + 0.01 for s in segs)
+    # "Pompeii lies near the modern city of Naples" is spoken at 7.2-9.6 s (the corpus README's cue)
+    naples = [s for s in segs if "naples" in doc["text"][s["char_start"]:s["char_end"]].lower()]
+    assert naples and naples[0]["t_start"] <= 7.2 and naples[0]["t_end"] >= 9.6
+
+
+def _speak(text: str, wav: Path) -> np.ndarray:
+    subprocess.run(["espeak-ng", "-v", "en", "-s", "160", "-w", str(wav), text], check=True)
+    return read_audio(wav, 600.0)
+
+
+def _write(path: Path, samples: np.ndarray, picture: Image.Image | None = None) -> None:
+    """``samples`` (16 kHz float32) as MP3, or as MP4 with ``picture`` held for the whole recording."""
+    import av
+
+    pcm = (np.clip(samples, -1, 1) * 32767).astype(np.int16)
+    with av.open(str(path), "w") as out:
+        video = None
+        if picture is not None:
+            video = out.add_stream("libx264", rate=2)
+            video.width, video.height, video.pix_fmt = picture.width, picture.height, "yuv420p"
+        audio = out.add_stream("libmp3lame" if path.suffix == ".mp3" else "aac", rate=SAMPLE_RATE, layout="mono")
+        audio.codec_context.bit_rate = 64_000
+        if video is not None:
+            for i in range(int(len(pcm) / SAMPLE_RATE * 2) + 1):
+                frame = av.VideoFrame.from_image(picture).reformat(format="yuv420p")
+                frame.pts, frame.time_base = i, Fraction(1, 2)
+                out.mux(video.encode(frame))
+            out.mux(video.encode(None))
+        size = audio.codec_context.frame_size or 1152
+        for pos in range(0, len(pcm), size):
+            frame = av.AudioFrame.from_ndarray(pcm[pos:pos + size].reshape(1, -1), format="s16", layout="mono")
+            frame.sample_rate, frame.pts, frame.time_base = SAMPLE_RATE, pos, Fraction(1, SAMPLE_RATE)
+            out.mux(audio.encode(frame))
+        out.mux(audio.encode(None))
+
+
+@pytest.fixture(scope="module")
+def spoken_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (apt-get install espeak-ng; .ci/run installs it)")
+    root = tmp_path_factory.mktemp("spoken")
+    folder = root / "recordings"
+    folder.mkdir()
+    work = tmp_path_factory.mktemp("espeak")
+    for name, text in SPOKEN.items():
+        samples = _speak(text, work / "speech.wav")
+        if name.endswith(".wav"):
+            shutil.copy(work / "speech.wav", folder / name)
+        else:
+            picture = Image.new("RGB", (160, 120), (40, 90, 160)) if name.endswith(".mp4") else None
+            _write(folder / name, samples, picture)
+    (folder / "silence.wav").write_bytes((work / "speech.wav").read_bytes())
+    _silence(folder / "silence.wav")
+    (folder / "broken.mp3").write_bytes(b"ID3\x03\x00" + bytes(range(256)) * 8)
+    return root
+
+
+def _silence(path: Path) -> None:
+    """Overwrite a WAV's samples with zeros, keeping its header: a recording in which nobody speaks."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"data") + 8
+    data[at:] = bytes(len(data) - at)
+    path.write_bytes(bytes(data))
+
+
+@needs_espeak
+def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(spoken_corpus: Path, tmp_path_factory):
+    from dagster import DagsterInstance, materialize
+    from indexing import GLOBAL, PARTITIONED
+
+    from mmkg.generation import answer, get_generator
+    from mmkg.index import Index
+    from pipelines.resources import default_resources
+    from resources.corpus import CorpusResource
+
+    data = tmp_path_factory.mktemp("spoken-data")
+    resources = default_resources(spoken_corpus, data)
+    resources["corpus"] = CorpusResource(root=str(spoken_corpus), asr_model="")  # the default: installed Whisper
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("corpus", ["recordings"])
+    assert materialize(PARTITIONED, partition_key="recordings", instance=instance, resources=resources).success
+    assert materialize(PARTITIONED + GLOBAL, instance=instance, resources=resources, selection=GLOBAL).success
+    idx = Index.open(data / "index")
+    rejected = pl.read_parquet(data / "tables" / "rejected_files" / "*.parquet")
+    reasons = {r["source_path"]: r["reason"] for r in rejected.iter_rows(named=True)}
+    assert any("broken.mp3" in p for p in reasons), reasons  # a corrupt file is rejected with its reason ...
+    assert any("silence.wav" in p and "no speech heard" in r for p, r in reasons.items()), reasons
+    docs = idx.documents.select("source_path").to_series().to_list()
+    assert {f"recordings/{n}" for n in SPOKEN} <= set(docs)  # ... and nothing else is lost
+    for name, (question, gold) in QUESTIONS.items():
+        a = answer(idx, question, get_generator("extractive"), k=5)
+        cited = [c for c in a.citations if c.source_path == f"recordings/{name}"]
+        assert cited, (name, a.short_answer, [c.source_path for c in a.citations])
+        span = cited[0].time_span
+        assert span is not None and 0.0 <= span[0] < span[1]
+        surname = gold.split()[-1].lower()
+        assert surname in a.short_answer.lower() or surname in a.text.lower(), (name, a.short_answer, a.text)
+
+
+@needs_espeak
+def test_noise_degrades_the_transcript_without_failing(whisper, tmp_path: Path):
+    clean = _speak(SPOKEN["lighthouse.wav"], tmp_path / "clean.wav")
+    rng = np.random.default_rng(0)
+    power = float(np.mean(clean**2))
+    noisy = clean + rng.normal(0.0, np.sqrt(power / 10 ** (10 / 10)), clean.shape).astype(np.float32)  # 10 dB SNR
+    heard_clean = " ".join(s.text for s in whisper.transcribe(clean, SAMPLE_RATE)).lower()
+    heard_noisy = " ".join(s.text for s in whisper.transcribe(noisy.astype(np.float32), SAMPLE_RATE)).lower()
+    assert "lighthouse" in heard_clean and "keeper" in heard_clean
+    assert isinstance(heard_noisy, str)  # it degrades (words may go), and it does not fail
