@@ -91,6 +91,16 @@ def test_a_recording_without_subtitles_gets_a_timed_transcript(whisper, tmp_path
     # "Pompeii lies near the modern city of Naples" is spoken at 7.2-9.6 s (the corpus README's cue)
     naples = [s for s in segs if "naples" in doc["text"][s["char_start"]:s["char_end"]].lower()]
     assert naples and naples[0]["t_start"] <= 7.2 and naples[0]["t_end"] >= 9.6
+    # the transcript is kept by the audio's content hash: ingesting the unchanged file again transcribes nothing
+
+    class Deaf:
+        name = whisper.name
+
+        def transcribe(self, audio, sample_rate):
+            raise AssertionError("transcribed twice")
+
+    again = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), transcriber=Deaf())
+    assert again.documents.row(0, named=True)["text"] == doc["text"]
 
 
 def _speak(text: str, wav: Path) -> np.ndarray:

@@ -110,6 +110,45 @@ class FasterWhisperTranscriber:
         return out
 
 
+class CachedTranscriber:
+    """Transcripts kept by the content hash of the audio (16 kHz float32 samples) and the model's name, so an
+    unchanged recording is never transcribed twice: a partition re-indexed for another file's edit reads its
+    recordings' segments back (``<data root>/cache/asr/ab/abcd….json``, written atomically)."""
+
+    def __init__(self, inner: Transcriber, folder: Path):
+        self.inner = inner
+        self.name = inner.name
+        self.folder = folder
+        self.hits = 0
+
+    def _path(self, audio: np.ndarray, sample_rate: int) -> Path:
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=20)
+        h.update(f"{self.name}|{sample_rate}|".encode())
+        h.update(np.ascontiguousarray(audio, dtype=np.float32).tobytes())
+        key = h.hexdigest()
+        return self.folder / key[:2] / f"{key}.json"
+
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+        import json
+
+        from mmkg.atomic import write_bytes
+
+        path = self._path(audio, sample_rate)
+        if path.is_file():
+            try:
+                rows = json.loads(path.read_text(encoding="utf-8"))
+                self.hits += 1
+                return [Segment(float(a), float(b), str(t)) for a, b, t in rows]
+            except (ValueError, TypeError):
+                pass  # a damaged entry is transcribed again and rewritten
+        segments = self.inner.transcribe(audio, sample_rate)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes(path, json.dumps([[s.start, s.end, s.text] for s in segments]).encode("utf-8"))
+        return segments
+
+
 def model_cache() -> Path:
     import os
 
