@@ -98,10 +98,15 @@ def answer(data_root: Path, question: str) -> None:
         console.print(f"[bold]{c.rank}. {c.title}[/] [dim]{c.source_path} score {c.score:.4f}[/]")
         if c.sentences:
             console.print(f"   {c.sentences[0].text}")
-    # the short answer, read from the evidence without a language model (mmkg ask does the same)
+    # the short answer, read out of the evidence (mmkg ask does the same): the rule reader, and the installed
+    # reading model where it chooses among spans
     a = ask(idx, question, ExtractiveGenerator(), k=5)
+    by = f"read by {a.reading['model']}" if a.reading.get("model") else "the rule reader, no language model"
     console.print(f"\n[bold]Answer:[/] {a.short_answer}  [dim]({a.answer_type}, confidence {a.confidence:.2f}; "
-                  "no language model)[/]")  # fmt: skip
+                  f"{by})[/]")  # fmt: skip
+    for note in a.notes:
+        if note.startswith("answered by the rule reader alone"):
+            console.print(f"   [dim]{note}[/]")
     for sup in a.reading.get("support", [])[:2]:
         console.print(f"   [{sup['label']}] {sup['sentence']}", markup=False, highlight=False)
 

@@ -110,7 +110,7 @@ def create_app(cfg: ServeConfig) -> FastAPI:
                    if cfg.reindex_command and corpus is not None else None),
         queries=Pool("query", cfg.query_workers, cfg.max_pending),
         answers=Pool("answer", cfg.answer_workers, cfg.max_pending),
-        factories={"extractive": ExtractiveGenerator, **cfg.generators},
+        factories={"extractive": ExtractiveGenerator, **_installed_writer(), **cfg.generators},
     )  # fmt: skip
     # /docs is served from vendored Swagger UI files (mmkg.api.routes.page); ReDoc has no vendored copy, so it is off
     app = FastAPI(
@@ -178,3 +178,19 @@ def _version() -> str:
         return version("mmkg")
     except PackageNotFoundError:
         return "0"
+
+
+def _installed_writer() -> dict[str, Callable[[], Any]]:
+    """The installed reading model as a writing backend (``transformers`` without a model: a full-sentence answer
+    with citations), when it is installed; built on first use."""
+    from mmkg.llm.installed import installed_gguf
+
+    if installed_gguf() is None:
+        return {}
+
+    def build() -> Any:
+        from mmkg.generation import get_generator
+
+        return get_generator("transformers")
+
+    return {"transformers": build}

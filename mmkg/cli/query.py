@@ -217,7 +217,11 @@ def _print_reading(result: Any) -> None:
         return
     head = Text("\nshort answer: ", style="dim")
     head.append(result.short_answer, style="bold")
-    head.append(f"  ({result.answer_type.replace('_', '/')}, confidence {result.confidence:.2f})", style="dim")
+    by = f", read by {reading['model']}" if reading.get("model") else ""
+    head.append(f"  ({result.answer_type.replace('_', '/')}, confidence {result.confidence:.2f}{by})", style="dim")
+    if reading.get("abstained") and reading.get("guess"):
+        # a low-confidence answer leads with the sentence a person can check, the guess marked as one
+        head.append("\n  best guess, not stated: ", style="dim").append(reading["guess"], style="italic")
     console.print(head)
     for sup in reading.get("support", [])[:2]:
         line = Text(f"  [{sup['label']}] ", style="bold")
@@ -260,7 +264,7 @@ def _check_backend(backend: str, model: str | None) -> None:
     if backend == "openai" and not (model or os.environ.get("MMKG_LLM_MODEL")):
         err_console.print("[red]error:[/] the openai backend needs a model name: --model NAME or MMKG_LLM_MODEL")
         raise typer.Exit(2)
-    if backend in ("llamacpp", "transformers", "span-model") and not model:
+    if backend in ("llamacpp", "span-model") and not model:
         err_console.print(f"[red]error:[/] the {backend} backend needs --model (a local path)")
         raise typer.Exit(2)
 

@@ -48,11 +48,19 @@ def _llamacpp(model: str | None = None, **options: Any) -> Generator:
     return LlamaCppGenerator(model, **options)
 
 
-@GENERATORS.register("transformers", help="a local Hugging Face text or vision-language model by path")
+@GENERATORS.register("transformers", help="a local Hugging Face text or vision-language model by path; without "
+                     "one, the installed SmolLM2-135M-Instruct writes")  # fmt: skip
 def _transformers(model: str | None = None, **options: Any) -> Generator:
-    if not model:
-        raise GenerationError("the transformers backend needs --model (a local path)")
     from mmkg.llm.local import TransformersGenerator
+
+    if not model:  # the installed reading model writes: the local writer out of the box
+        from mmkg.llm.installed import reader_model
+        from mmkg.llm.likelihood import converted
+
+        choice = reader_model("")
+        if choice.path is None:
+            raise GenerationError(f"the transformers backend needs --model (a local path): {choice.reason}")
+        model = str(converted(choice.path))
 
     return TransformersGenerator(model, **options)
 

@@ -191,8 +191,13 @@ function showReading(data) {
   short.hidden = box.hidden = !data.short_answer;
   if (!data.short_answer) return;
   const type = (data.answer_type || "").replace("_", "/");
-  short.replaceChildren(data.short_answer,
-    el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}`));
+  const by = reading.model ? `, read by ${reading.model}` : "";
+  const conf = el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}${by}`);
+  if (reading.abstained && reading.guess) {
+    // low confidence: lead with what a person can check, the sentence below; the guess is marked as one
+    short.replaceChildren("Not stated: check the cited sentence", conf,
+      el("span", { class: "guess" }, ` best guess: ${reading.guess}`));
+  } else short.replaceChildren(data.short_answer, conf);
   box.replaceChildren();
   for (const [i, sup] of (reading.support || []).slice(0, 2).entries()) {
     const q = el("blockquote", {});
