@@ -30,6 +30,7 @@ NOPE = "nope"  # a path that does not exist under the working directory
 CASES = [
     (["query", "x", "--k", "-1"], "--k"),
     (["query", "x", "--index", NOPE], "no published index"),
+    (["query", "x", "--index", NOPE], "build one with `mmkg index build`"),  # the CLI's words, not Dagster's
     (["query", "x", "--strategy", "bogus", "--index", NOPE], "unknown strategy"),  # arguments first, then the index
     (["query", "--video", "missing.mp4", "--index", NOPE], "not found"),
     (["query", "x", "--no-such-option"], "No such option"),
@@ -104,3 +105,27 @@ def test_argument_errors_come_before_any_model_loads(where: Path, args: list[str
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["2", "False"], out.stdout + out.stderr
     assert out.stderr.startswith("error: ")
+
+
+def test_serve_on_a_busy_port_is_one_error_line_before_it_claims_to_serve(art):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "mmkg.cli", "serve", "--index", str(art.data / "index"),
+                              "--port", str(port)], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert "serving" not in out.stdout
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: cannot listen on 127.0.0.1:") and "--port" in lines[0]
+
+
+def test_eval_sample_runs_from_any_folder(where: Path, art):
+    """From an `mmkg init` project (no sample_corpus/ there) the smoke eval still finds the bundled questions."""
+    out = CliRunner().invoke(app, ["eval", "sample", "--index", str(art.data / "index"), "--answers", "only",
+                                   "--out", str(where / "results")])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "file not found" not in out.output and (where / "results" / "answers.json").is_file()
+    assert json.loads((where / "results" / "answers.json").read_text())["n"] == 10

@@ -250,7 +250,7 @@ def eval_mmlongbench(
 
 @eval_app.command("sample")
 def eval_sample(
-    corpus: Annotated[Path, typer.Option(help="Corpus root.")] = Path("sample_corpus"),
+    corpus: Annotated[Path | None, typer.Option(help="Corpus root (default: the bundled sample corpus).")] = None,
     questions: Annotated[Path | None, typer.Option(help="Default: <corpus>/questions.json.")] = None,
     methods: Methods = "bm25,dense,graph:default",
     k: Ks = "1,2,5,8,10",
@@ -267,7 +267,9 @@ def eval_sample(
 ) -> None:
     """The bundled sample corpus and its hand-written questions: the quick smoke evaluation."""
     from mmkg.eval import DatasetError, load_sample
+    from mmkg.settings import SAMPLE_CORPUS
 
+    corpus = corpus or SAMPLE_CORPUS  # wherever it runs: an `mmkg init` project has no sample_corpus/ of its own
     try:
         ds = load_sample(questions or corpus / "questions.json")
     except DatasetError as exc:

@@ -203,6 +203,15 @@ def serve(
     except (FileNotFoundError, ValueError) as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
+    import socket
+
+    with socket.socket() as s:  # one line and exit 2 now, before claiming to serve, rather than uvicorn's later
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a port in TIME_WAIT is free
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            err_console.print(f"[red]error:[/] cannot listen on {host}:{port} ({exc.strerror}); pass --port")
+            raise typer.Exit(2) from exc
     console.print(f"serving {cfg.index_root} version {api.state.holder.current().version} on http://{host}:{port}/ "
                   f"(API docs at /docs)")  # fmt: skip
     uvicorn.run(api, host=host, port=port, log_level="info", access_log=False)

@@ -131,7 +131,8 @@ def current_version(root: Path) -> str:
                 f"point CURRENT at one with `mmkg index rollback VERSION` (the newest: {versions[-1]}; "
                 "`mmkg index versions` lists them), or publish again"
             )
-        raise FileNotFoundError(f"no published index at {root} ({CURRENT} missing); materialize retrieval_index first")
+        raise FileNotFoundError(f"no published index at {root} ({CURRENT} missing): build one with `mmkg index "
+                                f"build` (or materialize retrieval_index in Dagster)")
     try:
         name = path.read_text(encoding="utf-8").strip()
     except UnicodeDecodeError:
