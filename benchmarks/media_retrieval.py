@@ -10,7 +10,11 @@ minute (``ingest_partition`` alone, and the whole build), then asks every questi
 Scores (``mmkg.eval.media``): hit@k (a pointer in the gold file with its midpoint in the gold span),
 file@1, span IoU@1, by question kind (video, picture, text).
 
-    .venv/bin/python benchmarks/media_retrieval.py [--data-root /tmp/media-bench]
+``--transcripts subtitles`` (the default) indexes the corpus as committed, its subtitle sidecars read and speech
+recognition off; ``--transcripts asr`` indexes a copy without any sidecar, every transcript from the installed
+Whisper base (``MMKG_ASR_MODEL`` unset), to compare retrieval over recognized speech with retrieval over subtitles.
+
+    .venv/bin/python benchmarks/media_retrieval.py [--data-root /tmp/media-bench] [--transcripts asr]
 """
 
 from __future__ import annotations
@@ -33,7 +37,19 @@ def main() -> None:
     ap.add_argument("--data-root", type=Path, default=Path(tempfile.gettempdir()) / "mmkg-media-bench")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--hd-seconds", type=float, default=60.0, help="length of the 720p ingest probe (0: skip)")
+    ap.add_argument("--transcripts", choices=("subtitles", "asr"), default="subtitles",
+                    help="subtitle sidecars with ASR off, or no sidecars and the installed Whisper")
     args = ap.parse_args()
+    import os
+
+    corpus = CORPUS
+    if args.transcripts == "asr":
+        corpus = args.data_root.parent / f"{args.data_root.name}-corpus-asr"
+        shutil.rmtree(corpus, ignore_errors=True)
+        shutil.copytree(CORPUS, corpus, ignore=shutil.ignore_patterns("*.srt", "*.vtt", "README.md"))
+        os.environ.pop("MMKG_ASR_MODEL", None)  # the default: the installed Whisper base
+    else:
+        os.environ["MMKG_ASR_MODEL"] = "off"
     if args.hd_seconds:
         hd_ingest(args.data_root / "hd", args.hd_seconds)
 
@@ -51,13 +67,17 @@ def main() -> None:
     t0 = time.perf_counter()
     minutes = 0.0
     n_frames = 0
-    for part in list_partitions(CORPUS):
-        res = ingest_partition(CORPUS, part, ImageStore(args.data_root / "ingest-only"))
+    from mmkg.ingest.asr import load_transcriber
+
+    transcriber = load_transcriber("off" if args.transcripts == "subtitles" else "")
+    for part in list_partitions(corpus):
+        res = ingest_partition(corpus, part, ImageStore(args.data_root / "ingest-only"), transcriber=transcriber)
         minutes += sum(m["duration_s"] for m in res.media) / 60
         n_frames += sum(m["frames"] for m in res.media)
     ingest_s = time.perf_counter() - t0
-    report = build_index(CORPUS, args.data_root, reuse=False, cold=True)
-    print(f"media: {minutes:.2f} min in {len(list_partitions(CORPUS))} partitions, {n_frames} frames sampled")
+    report = build_index(corpus, args.data_root, reuse=False, cold=True)
+    print(f"transcripts: {args.transcripts}")
+    print(f"media: {minutes:.2f} min in {len(list_partitions(corpus))} partitions, {n_frames} frames sampled")
     print(f"ingest alone: {ingest_s:.2f} s = {ingest_s / minutes:.2f} s per media minute")
     print(f"cold build (Dagster, all assets, publish): {report.wall_s:.1f} s = {report.wall_s / minutes:.1f} s per "
           f"media minute; {report.chunks} chunks")  # fmt: skip

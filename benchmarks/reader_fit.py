@@ -147,7 +147,8 @@ def main(
             cal.threshold = t
             break
     cal.fitted_on = {"files": [p.name for p in fit], "questions": len(rows), "candidates": len(feats),
-                     "precision_target": precision, "c": c, "left_out": [f for f in FEATURES if f not in names]}  # fmt: skip
+                     "precision_target": precision, "c": c,
+                     "left_out": [f for f in FEATURES if f not in names]}  # fmt: skip
     print(f"threshold {cal.threshold:.3f}; candidate weights:")
     for n, w in sorted(zip(candidate.names, candidate.coef, strict=True), key=lambda x: -abs(x[1])):
         print(f"  {n:>14} {w:+.3f}")

