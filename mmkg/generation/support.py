@@ -6,8 +6,9 @@ A stated answer is supported when it is one of:
   completed a name or a date from another sentence shown ("Collins" -> "Eileen Collins"), that sentence is cited
   too, so the answer is a span of a cited sentence;
 - a **value computed from cited operands**: a number equal to a cited number at a scale of a thousand, a million
-  or a billion, or rounded from it (an answer "in millions"), and the reader's sums, differences and counts,
-  whose operands or items it cites;
+  or a billion, or rounded from it (an answer "in millions"), and the reader's sums and differences, whose
+  operands it cites; a count of a document's labelled parts or of a list's items names every item it counted,
+  with its page, in its reason (the items are lines of the document, not sentences of the evidence shown);
 - for **choice and yes/no** questions, an option the question names (or yes/no) with cited evidence for it.
 
 Anything else is declined ("Not answerable"), its text kept as the best guess, and the reason says so
@@ -26,6 +27,7 @@ from mmkg.generation.quantities import NUMBER
 from mmkg.generation.reader import NOT_ANSWERABLE, ShortAnswer, Support, normalize, split_sentences
 
 COMPUTED = frozenset({"arithmetic", "parts", "list"})  # values the reader computes from the items it cites
+COUNTED = frozenset({"parts", "list"})  # counts whose items the reason lists with their pages
 DECIDED = frozenset({"choice", "yes_no"})
 _SCALES = (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9, 100.0, 0.01)
 
@@ -72,6 +74,8 @@ def unsupported(text: str, method: str, sentences: Sequence[str], options: Seque
         if normalize(text) not in named and not any(spans_in(text, s) for s in sentences):
             return f"{text!r} is neither an option the question names nor in a cited sentence"
         return "" if sentences else "no cited evidence decides it"
+    if method in COUNTED:
+        return ""
     if method in COMPUTED:
         return "" if sentences else "a computed value with no cited operand"
     if any(spans_in(text, s) for s in sentences):
