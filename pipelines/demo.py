@@ -104,6 +104,9 @@ def answer(data_root: Path, question: str) -> None:
     by = f"read by {a.reading['model']}" if a.reading.get("model") else "the rule reader, no language model"
     console.print(f"\n[bold]Answer:[/] {a.short_answer}  [dim]({a.answer_type}, confidence {a.confidence:.2f}; "
                   f"{by})[/]")  # fmt: skip
+    if a.reading.get("abstained") and a.reading.get("guess"):  # declined: the guess, marked, and what to check
+        console.print(f"[bold]Best guess, not stated:[/] {a.reading['guess']}  [dim]({a.reading['reason'][:160]})[/]",
+                      highlight=False)  # fmt: skip
     for note in a.notes:
         if note.startswith("answered by the rule reader alone"):
             console.print(f"   [dim]{note}[/]")
