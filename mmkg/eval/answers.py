@@ -3,7 +3,13 @@
 For every question that carries a gold ``answer`` the harness retrieves with one strategy (the default
 unless told), builds the context as ``mmkg ask`` does, and scores four systems on the same evidence:
 
-- ``reader``: the short answer of ``mmkg.generation.reader`` (what ``mmkg ask`` answers offline);
+- ``reader``: the stated short answer of ``mmkg.generation.reading`` (what ``mmkg ask`` answers: the rule reader,
+  the reading model's choice among spans, calibrated confidence, the faithfulness check), "Not answerable" where
+  it declines;
+- ``reader_guess``: the same answer where it is stated, its best guess where it declines (what peers report: they
+  always answer);
+- ``rules``: the rule reader alone (``mmkg.generation.reader``, the model off), when the model read;
+- ``model``: the reading model alone, its most likely candidate span, when it read;
 - ``not_answerable``: "Not answerable" everywhere (what abstaining on everything scores);
 - ``first_sentence``: the first sentence of the top chunk (the copied-sentence answer at its simplest);
 - ``random_choice``: choice questions get one of their options and yes/no questions "yes" or "no", at
@@ -11,6 +17,11 @@ unless told), builds the context as ``mmkg ask`` does, and scores four systems o
   guess is possible";
 - ``span_model``, when a local extractive QA model is given (``--span-model``): what the ``span-model`` backend
   answers on the same evidence (the reader's computed answers, else the model's span).
+
+Every system's stated answers are checked against the sentences it cites (``mmkg.generation.support``): the
+``unsupported`` count must be 0 for mmkg's. The reader's confidence is tabled against how often its best guess is
+right (reliability, and risk against coverage: the accuracy of the answered share when only the most confident
+questions are answered).
 
 Scoring follows the dataset: SQuAD-style exact match and token F1 (lower case, no punctuation or
 articles) for 2Wiki and the sample corpus; MMLongBench-Doc's rules by answer format
@@ -20,6 +31,7 @@ are grouped by the answer type the analysis gave them (and, for MMLongBench-Doc,
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 import statistics
@@ -32,15 +44,24 @@ from typing import TYPE_CHECKING, Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset
-from mmkg.generation.answer import prepare, reading_ms, retrieve
-from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, normalize
+from mmkg.generation import calibration
+from mmkg.generation.answer import reading_ms, retrieve
+from mmkg.generation.context import build_context
+from mmkg.generation.question import analyze
+from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, ShortAnswer, normalize
+from mmkg.generation.reading import read
+from mmkg.generation.support import unsupported
 from mmkg.index.reader import Index
 
 if TYPE_CHECKING:
     from mmkg.generation.span_model import SpanModelGenerator
 
 THRESHOLDS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6)
-SYSTEMS = ("reader", "not_answerable", "first_sentence", "random_choice")
+SYSTEMS = ("reader", "reader_guess", "not_answerable", "first_sentence", "random_choice")
+MODEL_SYSTEMS = ("rules", "model")  # when the reading model read: the rule reader alone, the model alone
+#: the confidence bins of the reliability table
+BINS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0001)
+COVERAGES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _FIRST = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -76,6 +97,12 @@ class AnswerReport:
     thresholds: dict[str, dict[str, float]] = field(default_factory=dict)  # abstention threshold -> reader metrics
     questions: list[dict[str, Any]] = field(default_factory=list)
     systems: tuple[str, ...] = SYSTEMS  # the columns scored: ``SYSTEMS``, and ``span_model`` when one was given
+    unsupported: dict[str, int] = field(default_factory=dict)  # system -> stated answers no cited sentence says
+    reliability: list[dict[str, float]] = field(default_factory=list)  # confidence bin -> n, confidence, accuracy
+    risk_coverage: list[dict[str, float]] = field(default_factory=list)  # answered share -> accuracy
+    ece: float = 0.0  # expected calibration error of the confidence, against the best guess being right
+    model: str = ""  # the reading model, "" when the rule reader answered alone
+    threshold: float = 0.0  # the calibrated confidence below which stated answers are declined (with the model)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -135,6 +162,7 @@ def run_answers(
     retrieve_ms: list[float] = []
     model_ms: list[float] = []
     systems = (*SYSTEMS, "span_model") if span_model is not None else SYSTEMS
+    model_name = ""
     for q in questions:
         filters = {"doc_id": doc_filters[q.doc]} if q.doc and q.doc in doc_filters else None
         t0 = time.perf_counter()
@@ -142,10 +170,13 @@ def run_answers(
         # the question's parse (and a two-hop question's bridge reading) happen inside ``retrieve`` but are
         # counted with the reader
         retrieve_ms.append((time.perf_counter() - t0) * 1e3 - reading_ms(result))
-        request, ctx, _ = prepare(result, q.question, budget=budget)
-        reading, analysis = request.reading, request.analysis
-        assert reading is not None and analysis is not None
-        read_ms.append(reading.latency_ms)
+        ctx = build_context(result, budget)
+        t0 = time.perf_counter()
+        analysis = analyze(q.question)
+        done = read(analysis, result, ctx.evidence)
+        reading = done.answer
+        read_ms.append((time.perf_counter() - t0) * 1e3 + reading_ms(result))
+        model_name = model_name or reading.model
         first = _first_sentence(ctx.evidence)
         if analysis.answer_type == "choice" and analysis.options:
             rnd = rng.choice(analysis.options)
@@ -153,23 +184,45 @@ def run_answers(
             rnd = rng.choice(("yes", "no"))
         else:
             rnd = first
-        preds = {"reader": reading.text, "not_answerable": NOT_ANSWERABLE, "first_sentence": first,
-                 "random_choice": rnd}  # fmt: skip
+        guess = reading.guess if reading.abstained and reading.guess else reading.text
+        preds = {"reader": reading.text, "reader_guess": guess, "not_answerable": NOT_ANSWERABLE,
+                 "first_sentence": first, "random_choice": rnd}  # fmt: skip
+        cited: dict[str, tuple[str, str, list[str]]] = {"reader": _cited(reading)}
+        if done.options:
+            top = max(done.options, key=lambda o: o.features["lp"])
+            preds["rules"], preds["model"] = done.rules.text, top.span.text
+            cited["rules"] = _cited(done.rules)
+        elif reading.model or model_name:
+            preds["rules"] = preds["model"] = done.rules.text
+            cited["rules"] = _cited(done.rules)
         if span_model is not None:
+            from mmkg.generation.base import GenerationRequest
+
+            request = GenerationRequest("", "", q.question, tuple(ctx.evidence), analysis=analysis, reading=reading)
             t0 = time.perf_counter()
             preds["span_model"] = span_model.read(request).text
             model_ms.append((time.perf_counter() - t0) * 1e3)
+        scores = {name: _metrics(scoring, str(q.answer), q.answer_format, p) for name, p in preds.items()}
         rows.append({
             "id": q.id, "question": q.question, "gold": q.answer, "format": q.answer_format,
             "type": analysis.answer_type, "shape": shape(analysis), "strategy": result.strategy,
-            "predictions": preds,
-            "scores": {name: _metrics(scoring, str(q.answer), q.answer_format, p) for name, p in preds.items()},
+            "predictions": preds, "scores": scores,
+            "unsupported": {name: why for name, (text, method, sents) in cited.items()
+                            if (why := unsupported(text, method, sents, analysis.options))},
             "confidence": reading.confidence, "coverage": reading.coverage, "abstained": reading.abstained,
-            "guess": reading.guess, "method": reading.method,
-            "reason": reading.reason, "read_ms": reading.latency_ms,
+            "guess": reading.guess, "method": reading.method, "model": reading.model,
+            "declined_for": reading.declined_for, "guess_right": _right(scoring, scores["reader_guess"]),
+            "reason": reading.reason, "read_ms": round(read_ms[-1], 2),
         })  # fmt: skip
         if on_step:
             on_step()
+    if any("rules" in r["predictions"] for r in rows):
+        systems = (*systems[:2], *MODEL_SYSTEMS, *systems[2:])
+        for r in rows:  # a question the model did not read: both are the rule reader's answer
+            r["predictions"].setdefault("rules", r["predictions"]["reader"])
+            r["predictions"].setdefault("model", r["predictions"]["reader"])
+            for name in MODEL_SYSTEMS:
+                r["scores"].setdefault(name, _metrics(scoring, str(r["gold"]), r["format"], r["predictions"][name]))
     summary: dict[str, dict[str, float]] = {}
     by_type: dict[str, dict[str, dict[str, float]]] = {}
     for name in systems:
@@ -190,12 +243,50 @@ def run_answers(
     if model_ms:  # the model's own reading, after the reader's
         latency |= {"span_model_p50_ms": round(_pct(model_ms, 50), 2),
                     "span_model_p95_ms": round(_pct(model_ms, 95), 2)}
+    counted = [s for s in systems if s in ("reader", "rules")]
+    reliability, risk, ece = calibration_tables(rows)
     return AnswerReport(
         dataset=dataset.name, strategy=strategy or "default", k=k, budget=budget, n=len(rows), scoring=scoring,
         summary=summary, by_type=by_type, latency=latency,
         versus_first_sentence={"wins": wins, "losses": losses, "ties": len(rows) - wins - losses},
         min_confidence=MIN_CONFIDENCE, thresholds=sweep, questions=rows, systems=systems,
+        unsupported={name: sum(name in r["unsupported"] for r in rows) for name in counted},
+        reliability=reliability, risk_coverage=risk, ece=ece, model=model_name,
+        threshold=cal.threshold if model_name and (cal := calibration.load()) is not None else 0.0,
     )  # fmt: skip
+
+
+def _cited(reading: ShortAnswer) -> tuple[str, str, list[str]]:
+    return reading.text, reading.method, [s.sentence for s in reading.support]
+
+
+def _right(scoring: str, scores: dict[str, float]) -> int:
+    """Whether an answer counts as right: exact match, or the benchmark's score of 0.5 or more."""
+    return int(scores.get("em", scores.get("score", 0.0)) >= (1.0 if scoring == "squad" else 0.5))
+
+
+def calibration_tables(rows: list[dict[str, Any]]) -> tuple[list[dict[str, float]], list[dict[str, float]], float]:
+    """The reader's confidence against its best guess being right, over the questions it has a guess for: a
+    reliability table by confidence bin, risk against coverage (answer only the most confident share), and the
+    expected calibration error."""
+    na = normalize(NOT_ANSWERABLE)
+    pairs = sorted(((float(r["confidence"]), int(r["guess_right"])) for r in rows
+                    if normalize(r["predictions"]["reader_guess"]) != na), reverse=True)  # fmt: skip
+    reliability, ece = [], 0.0
+    for lo, hi in itertools.pairwise(BINS):
+        sel = [(c, y) for c, y in pairs if lo <= c < hi]
+        if sel:
+            conf, acc = sum(c for c, _ in sel) / len(sel), sum(y for _, y in sel) / len(sel)
+            ece += len(sel) / len(pairs) * abs(conf - acc)
+            reliability.append({"from": lo, "to": min(hi, 1.0), "n": len(sel), "confidence": round(conf, 3),
+                                "accuracy": round(acc, 3)})  # fmt: skip
+    risk = []
+    for share in COVERAGES:
+        top = pairs[: max(1, round(share * len(pairs)))] if pairs else []
+        if top:
+            risk.append({"coverage": share, "n": len(top), "min_confidence": round(top[-1][0], 3),
+                         "accuracy": round(sum(y for _, y in top) / len(top), 3)})  # fmt: skip
+    return reliability, risk, round(ece, 3)
 
 
 def _at_threshold(scoring: str, rows: list[dict[str, Any]], t: float) -> dict[str, float]:
@@ -235,6 +326,9 @@ def markdown(r: AnswerReport) -> str:
            "", "| system | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]  # fmt: skip
     for name in r.systems:
         out.append(f"| {name} | " + " | ".join(f"{r.summary[name].get(m, 0.0):.3f}" for m in metrics) + " |")
+    out += ["", f"Reading model: {r.model}; stated answers declined below calibrated confidence {r.threshold:.2f} "
+            "(reader_guess: the best guess where it declined)." if r.model else
+            "Reading model: none (the rule reader answered alone)."]  # fmt: skip
     groups = list(r.by_type["reader"])
     # the other systems by their first metric: the baselines, and a span model when one was given
     others = [s for s in r.systems if s not in ("reader", "not_answerable")]
@@ -255,6 +349,18 @@ def markdown(r: AnswerReport) -> str:
             f"Reader latency p50 {r.latency['read_p50_ms']:.1f} ms, p95 {r.latency['read_p95_ms']:.1f} ms "
             f"(retrieval p50 {r.latency['retrieve_p50_ms']:.1f} ms). Abstention below confidence "
             f"{r.min_confidence:.2f}."]  # fmt: skip
+    if r.unsupported:
+        out += ["", "Unsupported stated answers (no cited sentence says them): "
+                + ", ".join(f"{k} {v}" for k, v in r.unsupported.items()) + "."]  # fmt: skip
+    if r.reliability:
+        out += ["", f"Reliability of the reader's confidence against its best guess (ECE {r.ece:.3f}):", "",
+                "| confidence | n | mean confidence | accuracy |", "|---|---:|---:|---:|"]  # fmt: skip
+        out += [f"| {b['from']:.1f}–{b['to']:.1f} | {b['n']} | {b['confidence']:.3f} | {b['accuracy']:.3f} |"
+                for b in r.reliability]  # fmt: skip
+        out += ["", "Risk against coverage (only the most confident share answered):", "",
+                "| coverage | n | from confidence | accuracy |", "|---:|---:|---:|---:|"]  # fmt: skip
+        out += [f"| {c['coverage']:.1f} | {c['n']} | {c['min_confidence']:.3f} | {c['accuracy']:.3f} |"
+                for c in r.risk_coverage]  # fmt: skip
     if "span_model_p50_ms" in r.latency:
         out[-1] += (f" The span model's reading p50 {r.latency['span_model_p50_ms']:.1f} ms, "
                     f"p95 {r.latency['span_model_p95_ms']:.1f} ms.")  # fmt: skip

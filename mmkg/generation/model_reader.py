@@ -48,6 +48,10 @@ REPLY = "The answer is {}."
 CONTEXT_SENTENCES = 4  # the sentences most about the question, shown to the model
 READER_CANDIDATES = 5  # the reader's best typed candidates, always among those scored (their sentences shown too)
 MAX_CANDIDATES = 12
+#: characters of one sentence shown to the model, around the spans scored in it (a table's page text can make a
+#: "sentence" of thousands), and of the whole context: the prompt's cost, which the latency budget bounds
+SENTENCE_CHARS = 320
+CONTEXT_CHARS = 1600
 TYPES = ("person", "place", "organization", "date", "number", "string")
 #: the features of a candidate, in the order the calibration file names them
 FEATURES = (
@@ -67,11 +71,26 @@ class Option:
     prob: float = 0.0
 
 
-def _context(question: str, sentences: Sequence[Support], titles: dict[int, str]) -> str:
-    lines = []
-    for s in sentences:
+def _clip(sentence: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``sentence`` cut to ``SENTENCE_CHARS`` around the candidates' spans in it."""
+    if len(sentence) <= SENTENCE_CHARS:
+        return sentence
+    first = min((a for a, _ in spans), default=0)
+    start = max(0, min(first - SENTENCE_CHARS // 4, len(sentence) - SENTENCE_CHARS))
+    return ("… " if start else "") + sentence[start:start + SENTENCE_CHARS] + " …"
+
+
+def _context(question: str, sentences: Sequence[Support], titles: dict[int, str],
+             spans: dict[int, list[tuple[int, int]]]) -> str:  # fmt: skip
+    lines, used = [], 0
+    for i, s in enumerate(sentences):
         title = bare_title(titles.get(s.label, ""))
-        lines.append(f"{title}: {s.sentence}" if title and not s.sentence.startswith(title) else s.sentence)
+        text = _clip(s.sentence, spans.get(i, []))
+        line = f"{title}: {text}" if title and not s.sentence.startswith(title) else text
+        if lines and used + len(line) > CONTEXT_CHARS:
+            break
+        lines.append(line)
+        used += len(line)
     return "Context:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
 
 
@@ -125,7 +144,10 @@ class ModelReader:
             return sentences, []
         titles = {e.label: e.title for e in evidence}
         replies = [REPLY.format(c.text) for c in cands]
-        scores = self.model.continuations(SYSTEM, _context(q.text, sentences, titles), replies)
+        where_spans: dict[int, list[tuple[int, int]]] = {}
+        for c in cands:
+            where_spans.setdefault(c.sentence, []).append((c.start, c.end))
+        scores = self.model.continuations(SYSTEM, _context(q.text, sentences, titles, where_spans), replies)
         # the same replies to the question alone: what the model would say without the evidence (a name it favours
         # for any "who" question), so the evidence's own support is the difference (pointwise mutual information)
         prior = self.model.continuations(SYSTEM, f"Question: {q.text}", replies)
