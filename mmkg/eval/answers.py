@@ -49,7 +49,7 @@ from mmkg.generation.answer import reading_ms, retrieve
 from mmkg.generation.context import build_context
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, ShortAnswer, normalize
-from mmkg.generation.reading import read
+from mmkg.generation.reading import model_reader, read
 from mmkg.generation.support import unsupported
 from mmkg.index.reader import Index
 
@@ -162,7 +162,8 @@ def run_answers(
     retrieve_ms: list[float] = []
     model_ms: list[float] = []
     systems = (*SYSTEMS, "span_model") if span_model is not None else SYSTEMS
-    model_name = ""
+    mr, _ = model_reader()
+    model_name = mr.model.name if mr is not None else ""  # the reading model, when there is one to read
     for q in questions:
         filters = {"doc_id": doc_filters[q.doc]} if q.doc and q.doc in doc_filters else None
         t0 = time.perf_counter()
@@ -176,7 +177,6 @@ def run_answers(
         done = read(analysis, result, ctx.evidence)
         reading = done.answer
         read_ms.append((time.perf_counter() - t0) * 1e3 + reading_ms(result))
-        model_name = model_name or reading.model
         first = _first_sentence(ctx.evidence)
         if analysis.answer_type == "choice" and analysis.options:
             rnd = rng.choice(analysis.options)
@@ -188,12 +188,9 @@ def run_answers(
         preds = {"reader": reading.text, "reader_guess": guess, "not_answerable": NOT_ANSWERABLE,
                  "first_sentence": first, "random_choice": rnd}  # fmt: skip
         cited: dict[str, tuple[str, str, list[str]]] = {"reader": _cited(reading)}
-        if done.options:
-            top = max(done.options, key=lambda o: o.features["lp"])
-            preds["rules"], preds["model"] = done.rules.text, top.span.text
-            cited["rules"] = _cited(done.rules)
-        elif reading.model or model_name:
-            preds["rules"] = preds["model"] = done.rules.text
+        if not done.notes:  # the model was there to read (a question it does not read: both are the rules')
+            top = max(done.options, key=lambda o: o.features["lp"]).span.text if done.options else done.rules.text
+            preds["rules"], preds["model"] = done.rules.text, top
             cited["rules"] = _cited(done.rules)
         if span_model is not None:
             from mmkg.generation.base import GenerationRequest
@@ -216,13 +213,8 @@ def run_answers(
         })  # fmt: skip
         if on_step:
             on_step()
-    if any("rules" in r["predictions"] for r in rows):
+    if rows and all("rules" in r["predictions"] for r in rows):
         systems = (*systems[:2], *MODEL_SYSTEMS, *systems[2:])
-        for r in rows:  # a question the model did not read: both are the rule reader's answer
-            r["predictions"].setdefault("rules", r["predictions"]["reader"])
-            r["predictions"].setdefault("model", r["predictions"]["reader"])
-            for name in MODEL_SYSTEMS:
-                r["scores"].setdefault(name, _metrics(scoring, str(r["gold"]), r["format"], r["predictions"][name]))
     summary: dict[str, dict[str, float]] = {}
     by_type: dict[str, dict[str, dict[str, float]]] = {}
     for name in systems:
