@@ -32,6 +32,7 @@ CASES = [
     (["query", "x", "--index", NOPE], "no published index"),
     (["query", "x", "--index", NOPE], "build one with `mmkg index build`"),  # the CLI's words, not Dagster's
     (["query", "x", "--strategy", "bogus", "--index", NOPE], "unknown strategy"),  # arguments first, then the index
+    (["query", "x", "--strategy", "mkg", "--param", "hops=abc", "--index", NOPE], "hops: abc is not a whole number"),
     (["query", "--video", "missing.mp4", "--index", NOPE], "not found"),
     (["query", "x", "--no-such-option"], "No such option"),
     (["ask"], "Missing argument"),

@@ -49,7 +49,8 @@ def _coerce(value: Any, annotation: Any, name: str) -> Any:
         if hint in (int, float):
             return hint(value)
     except ValueError as exc:
-        raise ValueError(f"parameter {name}: {value!r} is not a {getattr(hint, '__name__', hint)}") from exc
+        wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(hint, str(hint))
+        raise ValueError(f"parameter {name}: {value} is not {wanted} (--param {name}=VALUE)") from exc
     return value
 
 
