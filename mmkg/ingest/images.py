@@ -111,7 +111,11 @@ def decode_and_store(
                 img.load()  # full decode: catches truncated and corrupt streams
         except Rejected:
             raise
-        except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        except UnidentifiedImageError as exc:  # its message names the in-memory buffer: "<_io.BytesIO object at 0x…>"
+            head = data[:8].hex(" ")
+            raise Rejected(f"not a readable image: no image format Pillow reads starts with these bytes ({head})") \
+                from exc
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
             raise Rejected(f"not a readable image ({exc.__class__.__name__}: {exc})") from exc
         except (OSError, SyntaxError, ValueError) as exc:
             raise Rejected(f"corrupt or truncated image data ({exc})") from exc
