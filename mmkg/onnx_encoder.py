@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mmkg import model_files
 from mmkg.encoder_base import (
     DEFAULT_MAX_CHARS,
     EncoderInfo,
@@ -159,12 +160,6 @@ class SentenceModel:
         raise EncoderLoadError(f"{self.transformer} holds no weights file ({' or '.join(_WEIGHTS)})")
 
 
-def model_cache_root() -> Path:
-    """Where exported models are kept: ``MMKG_MODEL_CACHE``, else ``~/.cache/mmkg/models``."""
-    configured = os.environ.get("MMKG_MODEL_CACHE", "").strip()
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "mmkg" / "models"
-
-
 def _versions() -> str:
     """The versions that decide what an export writes, read from package metadata (importing torch takes seconds)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -183,7 +178,7 @@ def exported_model(model: SentenceModel, runtime: str, cache_root: Path | None =
     if runtime not in ("onnx", "onnx-int8"):
         raise ValueError(f"no ONNX export for runtime {runtime!r}")
     key = hashlib.blake2b(f"{model.weights_digest()}|{_versions()}".encode(), digest_size=8).hexdigest()
-    folder = (cache_root or model_cache_root()) / f"{model.transformer.resolve().name}-{key}"
+    folder = (cache_root or model_files.cache_root()) / f"{model.transformer.resolve().name}-{key}"
     target = folder / ("model_int8.onnx" if runtime == "onnx-int8" else "model.onnx")
     if target.exists():
         return target

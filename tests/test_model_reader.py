@@ -19,7 +19,8 @@ from conftest import PROJECT, ArtCorpus, build_index
 from mmkg.generation.reader import NOT_ANSWERABLE, ShortAnswer, Support, normalize
 from mmkg.generation.support import enforce, spans_in, unsupported
 from mmkg.llm.base import Evidence
-from mmkg.llm.installed import GGUF_SHA256, MODEL_NAME, ModelFileError, reader_model, sha256_of, verify
+from mmkg.llm.installed import GGUF_SHA256, MODEL_NAME, ModelFileError, reader_model, verify
+from mmkg.model_files import sha256_of
 
 RUNBOOK = {
     "ops/runbook.md": "# On-call runbook\n\nThis runbook says what to do when the nightly index build fails. Marcus "

