@@ -473,10 +473,13 @@ def _build_index(
         report.skipped = [k for k in keys if k not in stale]
         report.stale = stale
         registered = sorted(instance.get_dynamic_partitions("corpus"))
-        if not run_keys and not publish_check(instance, registered, data_root / "index").needed and published:
+        check = publish_check(instance, registered, data_root / "index")
+        if not run_keys and not check.needed and published:
             report.index_version, report.reused = published[0], True
             report.documents, report.pages, report.chunks = _counts(data_root, keys)
             return report
+        if not run_keys and check.needed:
+            report.notes.append(f"publishing: {check.reason}")
     run_config: dict = {"loggers": {**QUIET["loggers"], LOGGER_KEY: {}}} if on_event else dict(QUIET)
     run_config["resources"] = resources_run_config(corpus_root.resolve(), data_root.resolve())["resources"]
     if processes:

@@ -152,6 +152,10 @@ class PublishCheck:
     needed: bool
     reason: str
     state: str  # identifies the partition state a publish would cover (used as a run key)
+    # CURRENT names a version other than the newest publish (``mmkg index rollback``): a publish brings the index
+    # back to the corpus as it is, but only when asked (``mmkg index update``); sensors and the schedule keep the
+    # rollback until the corpus changes
+    rolled_back: bool = False
 
 
 def publish_check(instance: DagsterInstance, registered: list[str], index_root: Path) -> PublishCheck:
@@ -169,7 +173,18 @@ def publish_check(instance: DagsterInstance, registered: list[str], index_root: 
     if newest > last[0].storage_id:
         return PublishCheck(True, "partitions were materialized after the last publish", state)
     if (index_root / CURRENT).exists():
-        published = Manifest.read(index_root / "versions" / current_version(index_root)).partitions
+        current = current_version(index_root)
+        published = Manifest.read(index_root / "versions" / current).partitions
         if gone := sorted(set(published) - set(registered)):
             return PublishCheck(True, f"the index still holds removed partitions {gone}", state)
+        newest = last_published_version(last[0])
+        if newest is not None and newest != current:
+            return PublishCheck(True, f"CURRENT was pointed at {current}, but the newest publish is {newest} "
+                                      "(`mmkg index rollback`)", state, rolled_back=True)  # fmt: skip
     return PublishCheck(False, "the index is up to date", state)
+
+
+def last_published_version(record) -> str | None:
+    """The version a ``retrieval_index`` materialization record published (its ``version`` metadata)."""
+    meta = record.asset_materialization.metadata if record.asset_materialization else {}
+    return str(meta["version"].value) if "version" in meta else None

@@ -86,7 +86,7 @@ def reindex_schedule(
     if active.busy:
         return SkipReason(f"no stale partition; waiting for runs of {sorted(active.partitions)} before publishing")
     check = publish_check(instance, sorted(current), storage.path / "index")
-    if not check.needed:
+    if not check.needed or check.rolled_back:  # a rollback holds until the corpus changes or `mmkg index update`
         return SkipReason(check.reason)
     return [RunRequest(run_key="publish", asset_selection=list(global_), tags={REASON_TAG: check.reason})]
 

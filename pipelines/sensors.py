@@ -143,6 +143,6 @@ def index_publish_sensor(context: SensorEvaluationContext, storage: StorageResou
         )
     registered = list(context.instance.get_dynamic_partitions(corpus_partitions.name))
     check = publish_check(context.instance, registered, storage.path / "index")
-    if not check.needed:
+    if not check.needed or check.rolled_back:  # a rollback holds until the corpus changes or `mmkg index update`
         return SkipReason(check.reason)
     return SensorResult(run_requests=[RunRequest(run_key=f"publish-{check.state}", tags={REASON_TAG: check.reason})])

@@ -28,6 +28,17 @@ def _published(index_root: Path) -> dict | None:
     return {"version": version, "created_at": manifest.created_at, "partitions": sorted(manifest.partitions)}
 
 
+def _differing(index_root: Path, version: str, other: str) -> set[str]:
+    """Partitions whose published content differs between two versions (all of ``version``'s when ``other``'s
+    manifest is gone: removed by ``mmkg index gc``, so nothing says they match)."""
+    mine = Manifest.read(index_root / "versions" / version).partitions
+    try:
+        theirs = Manifest.read(index_root / "versions" / other).partitions
+    except (OSError, ValueError):
+        return set(mine)
+    return {p for p in set(mine) | set(theirs) if mine.get(p) != theirs.get(p)}
+
+
 SNAPSHOT = "mmkg_status.json"  # in the instance's home: what the status read from Dagster, and when
 
 
@@ -59,11 +70,15 @@ def _records(data_root: Path, keys: list[str]) -> dict:
     partition: each one's recorded fingerprint, last ingest and whether all its assets ran since; the
     registered partitions; whether a publish is due."""
     # Dagster's records only (pipelines.records): not the asset modules, which import spaCy, torch and LanceDB
+    from dagster import AssetRecordsFilter
+
     from pipelines.build import dagster_instance
     from pipelines.records import (
         DOCUMENTS,
+        RETRIEVAL_INDEX,
         fingerprints_of,
         incomplete_partitions,
+        last_published_version,
         latest_documents,
         latest_storage_ids,
         publish_check,
@@ -82,9 +97,13 @@ def _records(data_root: Path, keys: list[str]) -> dict:
         if r.asset_materialization is not None and r.asset_materialization.partition:
             when = datetime.fromtimestamp(r.timestamp, UTC).isoformat(timespec="seconds")
             last[r.asset_materialization.partition] = when
-    publish_needed = publish_check(instance, registered, data_root / "index").needed
+    # a rollback is judged by index_status against CURRENT as it is then: pointing CURRENT elsewhere changes no
+    # Dagster record, so this snapshot would not see it
+    check = publish_check(instance, registered, data_root / "index")
+    newest = instance.fetch_materializations(AssetRecordsFilter(asset_key=RETRIEVAL_INDEX), limit=1).records
     return {"covered": covered, "indexed": sorted(ids), "recorded": recorded, "incomplete": incomplete,
-            "last_ingest": last, "publish_needed": publish_needed}  # fmt: skip
+            "last_ingest": last, "publish_needed": check.needed and not check.rolled_back,
+            "newest_publish": last_published_version(newest[0]) if newest else None}  # fmt: skip
 
 
 def cached_records(data_root: Path, keys: list[str]) -> dict:
@@ -97,7 +116,9 @@ def cached_records(data_root: Path, keys: list[str]) -> dict:
     if signature is not None:
         try:
             snap = json.loads(path.read_text(encoding="utf-8"))
-            if snap.get("signature") == signature and set(keys) <= set(snap["records"]["covered"]):
+            # (one an older mmkg wrote lacks newest_publish: read again)
+            fresh = snap.get("signature") == signature and "newest_publish" in snap["records"]
+            if fresh and set(keys) <= set(snap["records"]["covered"]):
                 return snap["records"]
         except (OSError, ValueError, KeyError, TypeError):
             pass  # none yet, or unreadable: read Dagster
@@ -117,9 +138,10 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
     in_index = set(published["partitions"]) if published else set()
     last: dict[str, str] = {}
     publish_needed = False
+    newest = None
     if (data_root / "dagster_home").is_dir():
         rec = cached_records(data_root, keys)
-        last, publish_needed = rec["last_ingest"], rec["publish_needed"]
+        last, publish_needed, newest = rec["last_ingest"], rec["publish_needed"], rec.get("newest_publish")
         indexed, incomplete = set(rec["indexed"]), set(rec["incomplete"])
         stale = {}
         for k in keys:  # the order of pipelines.records.stale_partitions: never indexed, changed, incomplete
@@ -141,12 +163,23 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
         }
         for k in keys
     ]
+    rolled_back = bool(published and newest and newest != published["version"])
+    if rolled_back:  # partitions served as an older (or other) publish had them, not as the newest one has
+        older = _differing(data_root / "index", published["version"], newest)
+        for row in rows:
+            if row["partition"] in older:
+                row["published"] = False
     removed = sorted(in_index - set(keys))
     rows += [
         {"partition": k, "fingerprint": "", "state": "removed", "last_ingest": None, "published": True} for k in removed
     ]
     behind = [r["partition"] for r in rows if r["state"] != "indexed" or not r["published"]]
-    if behind:
+    if rolled_back:
+        advice = (f"rolled back: CURRENT is {published['version']}, the newest publish is {newest}"
+                  + (f"; {', '.join(behind)} served as they were then" if behind else "")
+                  + ". `mmkg index update` publishes the corpus as it is now; "
+                  f"`mmkg index rollback {newest}` returns to the newest")  # fmt: skip
+    elif behind:
         advice = f"{len(behind)} partition(s) not in the index as they are now: run `mmkg index update`"
     elif publish_needed:
         advice = "partitions were indexed after the last publish: run `mmkg index update` to publish them"
