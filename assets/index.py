@@ -26,6 +26,7 @@ from mmkg.index.gc import collect
 from mmkg.index.manifest import EncoderSpec
 from mmkg.index.publish import payload_tables, publish_index
 from mmkg.index.units import validate_publish_inputs
+from mmkg.partition_files import remove_unregistered
 from mmkg.partitioned import Partitioned, PartitionedParquet
 from mmkg.retrieval.smoke import own_vector_probes
 from resources import StorageResource
@@ -147,6 +148,10 @@ def retrieval_index(
         context.log.info(f"nothing changed since {result.version}: kept it")
     else:
         context.log.info(f"published {result.version} (changed: {result.changed}, removed: {result.removed})")
+    registered = context.instance.get_dynamic_partitions(corpus_partitions.name)
+    dropped = remove_unregistered(storage.path, registered) if registered else {}
+    if dropped:  # the files of partitions whose folders left the corpus: the SQL views show them no more
+        context.log.info(f"removed the files of partitions no longer in the corpus: {', '.join(sorted(dropped))}")
     retention: dict = {}
     if storage.keep_versions and not result.reused:
         gc = collect(storage.path / "index", keep=storage.keep_versions, wait=True)
@@ -163,6 +168,7 @@ def retrieval_index(
             "encoder": spec.id,
             **{k: int(v) for k, v in result.manifest.counts.items()},
             "path": MetadataValue.path(str(storage.path / "index")),
+            "partition_files_removed": MetadataValue.json(sorted(dropped)),
             **retention,
         }
     )

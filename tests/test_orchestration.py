@@ -29,6 +29,7 @@ from dagster import (
 from mmkg.index import Index
 from mmkg.ingest.fingerprint import corpus_fingerprints, diff_fingerprints, partition_fingerprint
 from mmkg.retrieval import retrieve
+from mmkg.tables import connect
 from pipelines.definitions import defs
 from pipelines.resources import default_resources
 from pipelines.schedules import LocalDaemon
@@ -205,6 +206,13 @@ def test_full_build_through_the_sensors_is_then_up_to_date(env: Env):
         assert tick.runs == [] and tick.added == [] and tick.removed == []
     assert materialized_since(env.instance, before) == set()  # no model work, not even a publish
     assert Index.open(env.index).version == idx.version
+    # the asset page shows the latest materialization: one partition's rows, and the table's total beside them
+    latest = env.instance.fetch_materializations(AssetRecordsFilter(asset_key=AssetKey("chunks")), limit=1).records[0]
+    meta = latest.asset_materialization.metadata
+    rows = {p: pl.read_parquet(env.data / "tables" / "chunks" / f"{p}.parquet").height for p in idx.manifest.partitions}
+    assert meta["partition"].value == latest.partition_key
+    assert meta["dagster/row_count"].value == rows[latest.partition_key] < meta["rows_in_every_partition"].value
+    assert meta["rows_in_every_partition"].value == sum(rows.values()) == idx.n_chunks
 
 
 def test_changed_document_reindexes_only_its_partition(env: Env):
@@ -293,6 +301,10 @@ def test_removed_partition_leaves_the_new_version_but_not_the_old(env: Env):
 
     new = Index.open(env.index)
     assert gone not in new.manifest.partitions
+    # its tables' files went with it: the SQL views and the Index view's rejected files show it no more
+    assert not list((env.data / "tables").glob(f"*/{gone}.parquet"))
+    assert not (env.data / "overlays" / gone).exists() and not list((env.data / "incidence").glob(f"*/{gone}"))
+    assert gone not in {p for (p,) in connect(env.data).sql("SELECT DISTINCT partition FROM documents").fetchall()}
     nodes = new.graph.nodes
     assert not set(nodes["key"]) & gone_chunks
     new_entities = set(nodes.filter(pl.col("kind") == "entity")["key"])
@@ -320,3 +332,23 @@ def test_removed_partition_leaves_the_new_version_but_not_the_old(env: Env):
     back = Index.open(env.index)
     assert back.manifest.partitions[gone] == old.manifest.partitions[gone]
     assert only_gone <= set(back.graph.nodes["key"])
+
+
+def test_a_rollback_holds_until_the_corpus_changes(env: Env):
+    """The sensors and the schedule do not undo `mmkg index rollback`: only a change to the corpus (or an explicit
+    `mmkg index update`) publishes again."""
+    from mmkg.index.manifest import list_versions, set_current
+
+    newest = Index.open(env.index).version
+    older = [v for v in list_versions(env.index) if v < newest][-1]
+    set_current(env.index, older)
+    before = last_id(env.instance)
+    assert [t.runs for t in env.daemon.refresh()] == [[], []]
+    tick = env.daemon.schedule_tick()
+    assert tick.runs == [] and tick.skip.startswith(f"CURRENT was pointed at {older}, but the newest publish is")
+    assert materialized_since(env.instance, before) == set() and Index.open(env.index).version == older
+    doc = env.corpus / "space" / "eileen_collins.md"
+    doc.write_text(doc.read_text(encoding="utf-8") + "\n\nCollins later flew STS-114.\n", encoding="utf-8")
+    sensed, published = env.daemon.refresh()
+    assert sensed.partitions == ["space"] and len(published.runs) == 1
+    assert Index.open(env.index).version not in (older, newest)
