@@ -49,8 +49,13 @@ class PolarsParquetIOManager(ConfigurableIOManager):
         path = self._path(asset, partition)
         with atomic_path(path) as tmp:
             obj.write_parquet(tmp, compression="zstd", statistics=True)
-        # the row count is the asset's own dagster/row_count: one key, so the UI plots it once
-        context.add_output_metadata({"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size})
+        # the row count is the asset's own dagster/row_count: one key, so the UI plots it once. For a partitioned
+        # asset that is this partition's; the UI's asset page shows the latest one, so the table's total is here too
+        meta: dict = {"path": MetadataValue.path(str(path)), "bytes": path.stat().st_size}
+        if partition is not None:
+            meta["partition"] = MetadataValue.text(partition)
+            meta["rows_in_every_partition"] = MetadataValue.int(_rows_on_disk(path.parent))
+        context.add_output_metadata(meta)
 
     def load_input(self, context: InputContext) -> pl.DataFrame | PartitionedParquet:
         """The asset's frame (every partition's, concatenated, for an unpartitioned reader).
@@ -88,3 +93,10 @@ class PolarsParquetIOManager(ConfigurableIOManager):
     def _read(self, asset: str, paths: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
         self._require(asset, paths)
         return read_parquet_files(asset, paths, columns)
+
+
+def _rows_on_disk(folder: Path) -> int:
+    """Rows of every partition file of a table, from the Parquet footers (no data is read)."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(f).num_rows for f in folder.glob("*.parquet"))
