@@ -352,7 +352,9 @@ def test_documents_upload_and_delete_stay_in_the_corpus(server: Server, sample: 
     assert "corpus_partition_sensor" in res["picked_up_by"] and res["fingerprint"]
     body, headers = multipart({"partition": "uploads"}, [("files", "notes.md", b"# Again\n\nx\n")])
     code, _, raw = server.call("POST", "/documents", body, headers)
-    assert code == 400 and "exists; send overwrite=true" in json.loads(raw)["rejected"][0]["reason"]
+    res = json.loads(raw)
+    assert code == 400 and "exists; send overwrite=true" in res["rejected"][0]["reason"]
+    assert res["saved"] == [] and res["picked_up_by"].startswith("nothing: no file was saved"), res  # no re-index
     body, headers = multipart({"partition": "../outside"}, [("files", "a.md", b"# a\n")])
     code, _, raw = server.call("POST", "/documents", body, headers)
     assert code == 400 and "is not a folder name" in json.loads(raw)["error"]

@@ -42,7 +42,11 @@ async def put_documents(request: Request, srv: Annotated[Served, Depends(served)
             rejected.append({"name": upload.filename, "reason": str(exc)})
     if not saved and rejected and any("is not a folder name" in r["reason"] for r in rejected):
         raise ApiError(400, rejected[0]["reason"])
-    body = {"saved": saved, "rejected": rejected, **folder.pickup(partition, srv.reindexer is not None)}
+    if saved:
+        body = {"saved": saved, "rejected": rejected, **folder.pickup(partition, srv.reindexer is not None)}
+    else:  # nothing reached the corpus: nothing will be re-indexed, and the folder is as it was
+        body = {"saved": [], "rejected": rejected, "partition": partition,
+                "picked_up_by": "nothing: no file was saved, so the corpus is unchanged"}  # fmt: skip
     if saved and srv.reindexer is not None:
         body["reindex"] = srv.reindexer.request(f"{len(saved)} file(s) put into {partition}")
     return JSONResponse(body, 201 if saved else 400)
