@@ -74,15 +74,33 @@ def test_graph_export_round_trips(art: ArtCorpus, tmp_path: Path, fmt: str):
         g = ig.Graph.Read_GraphML(str(target))
         assert (g.vcount(), g.ecount()) == (n, m) and "Margit Holm" in g.vs["label"]
         assert set(g.vs["kind"]) <= {"chunk", "image", "entity"}
+        names = g.vs["name"]
+        edges = [{"source": names[e.source], "target": names[e.target], **e.attributes()} for e in g.es]
     elif fmt == "json":
         import networkx as nx
 
         g = nx.node_link_graph(json.loads(target.read_text()), edges="links")
         assert (g.number_of_nodes(), g.number_of_edges()) == (n, m)
+        edges = [{"source": a, "target": b, **data} for a, b, data in g.edges(data=True)]
     else:
         nodes, edges = pl.read_parquet(target / "nodes.parquet"), pl.read_parquet(target / "edges.parquet")
         assert nodes.height == n and edges.height == m
         assert set(edges["source"]) | set(edges["target"]) <= set(nodes["id"]) and (edges["weight"] > 0).all()
+        edges = edges.to_dicts()
+    # every edge says what it means; each entity-entity edge carries the predicate and the sentence of a relation
+    # the index holds between those two entities
+    kinds = {e["kind"] for e in edges}
+    assert {"mentions", "relation"} <= kinds <= {"mentions", "relation", "shows", "depicts"}
+    assert all(e["predicate"] for e in edges)
+    relations = idx.payload("relations").join(idx.sentences.select("sentence_id", "text"), on="sentence_id")
+    said = {(r["subject_key"], r["object_key"], r["predicate"], r["text"]) for r in relations.to_dicts()}
+    labelled = [e for e in edges if e["kind"] == "relation"]
+    entities = set(idx.graph.nodes.filter(pl.col("kind") == "entity")["key"])
+    assert labelled and len(labelled) == sum(1 for e in edges if {e["source"], e["target"]} <= entities)
+    for e in labelled:
+        assert {e["subject"], e["object"]} == {e["source"], e["target"]}
+        first = e["predicate"].split("; ")[0].removeprefix("not ")
+        assert (e["subject"], e["object"], first, e["sentence"]) in said, e
     out = _cli("graph", "export", "--index", str(art.data / "index"), "--format", "gexf", "--out", str(target))
     assert out.exit_code == 2 and "unknown format 'gexf'" in out.output
 
