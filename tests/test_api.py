@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_CORPUS, free_port, stop_process_group, wait_until_up
 
+from mmkg.graph_labels import LEAF_TYPES
+
 PICTURE = SAMPLE_CORPUS / "space" / "images" / "hubble_placard.jpg"
 
 
@@ -319,6 +321,31 @@ def test_graph_node_details_and_expand(server: Server):
     assert server.json("POST", "/graph/expand", {"node": entity["id"], "limit": 0})[0] == 422
 
 
+def test_graph_edges_say_what_they_mean(server: Server):
+    """Edges carry their kind and a label: an entity-entity edge the predicate, statement and sentence of a relation
+    the index holds; dates and amounts are marked as leaves (the page hides them until asked)."""
+    _, res = server.json("POST", "/query", {"text": "Eileen Collins pilot training Vance Air Force Base", "k": 5})
+    _, graph = server.json("POST", "/subgraph", {"chunk_ids": [c["chunk_id"] for c in res["chunks"]],
+                                                 "max_entities": 30})  # fmt: skip
+    kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
+    meaning = {frozenset({"chunk", "entity"}): "mentions", frozenset({"entity"}): "relation",
+               frozenset({"chunk", "image"}): "shows", frozenset({"entity", "image"}): "depicts"}  # fmt: skip
+    for e in graph["edges"]:
+        assert e["kind"] == meaning[frozenset({kinds[e["source"]], kinds[e["target"]]})] and e["label"], e
+    relations = [e for e in graph["edges"] if e["kind"] == "relation"]
+    assert relations, graph["edges"]
+    for e in relations:
+        subject, _, obj = e["statement"].partition(f" — {e['label']} — ")
+        assert obj and e["sentence"], e
+        assert subject.lower() in e["sentence"].lower() or obj.lower() in e["sentence"].lower(), e
+    leaves = [n for n in graph["nodes"] if n["leaf"]]
+    assert leaves and all(n["kind"] == "entity" for n in leaves), leaves
+    for n in graph["nodes"]:
+        if n["kind"] == "entity":
+            _, details = server.json("GET", f"/graph/node?id={urllib.parse.quote(n['id'])}")
+            assert n["leaf"] == (details["type"] in LEAF_TYPES), (n, details["type"])
+
+
 def test_index_overview(server: Server):
     """The page's Index view: the served version's partitions and documents, the versions, the last build."""
     code, o = server.json("GET", "/index/overview")
@@ -490,6 +517,18 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
             # the graph: a click on a node opens its details; its neighbours can be added
             page.wait_for_function("window.mmkgGraph && window.mmkgGraph.nodes().length > 0", timeout=60_000)
             page.locator("#graph-box").scroll_into_view_if_needed()
+            # dates and amounts are hidden until asked for; a relation edge names its predicate on hover
+            leaves = page.evaluate("window.mmkgGraph.nodes('[leaf]').map((n) => n.hasClass('off'))")
+            assert leaves and all(leaves), leaves
+            page.check("#graph-filter input[data-leaves]")
+            assert not any(page.evaluate("window.mmkgGraph.nodes('[leaf]').map((n) => n.hasClass('off'))"))
+            page.uncheck("#graph-filter input[data-leaves]")
+            said = page.evaluate("""(() => {
+                const e = window.mmkgGraph.edges("[kind = 'relation']")[0];
+                e.emit('mouseover');
+                return {label: e.data('label'), statement: e.data('statement'), hover: e.hasClass('hover')};
+            })()""")
+            assert said["hover"] and said["label"] and said["statement"] in page.inner_text("#status"), said
             before = page.evaluate("window.mmkgGraph.nodes().length")
             node = page.evaluate("""(() => {
                 const n = window.mmkgGraph.nodes("[kind = 'entity']").sort((a, b) => b.degree() - a.degree())[0];

@@ -11,6 +11,10 @@ is written.
 - ``expand``: ``POST /graph/expand``: a node's neighbours not yet drawn (strongest links first), with
   their edges to what is drawn.
 - ``subgraph``: ``POST /subgraph``: the chunks of an answer with the entities and pictures around them.
+
+Edges say what they mean (``mmkg.graph_labels``): ``kind`` (shows, mentions, depicts, relation) and ``label``
+(a relation's predicates, with the sentence it was read from); entity nodes that are values (dates, amounts)
+carry ``leaf``, which the page hides until asked.
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from mmkg.graph_labels import edge_kind, leaf_entities, relation_edges
 from mmkg.index.derived import derived
 from mmkg.retrieval import evidence as ev
 
 KINDS = ("chunk", "entity", "image")
 MAX_OCCURRENCES = 12  # chunks or documents listed in a node's details
+
 
 class UnknownNode(LookupError):
     """A node id that is not ``KIND:KEY`` of a node in the index version."""
@@ -43,6 +49,7 @@ def node_row(index: Any, node_id: str) -> int:
 
 def _rows(index: Any) -> dict[tuple[str, str], int]:
     """(kind, key) -> graph row, built once per index version (dropped with it)."""
+
     def build() -> dict[tuple[str, str], int]:
         nodes = index.graph.nodes
         return {(k, key): i for i, (k, key) in enumerate(zip(nodes["kind"].to_list(), nodes["key"].to_list(),
@@ -68,7 +75,32 @@ def describe_node(index: Any, row: int) -> dict[str, Any]:
     kind, key = nodes["kind"][row], nodes["key"][row]
     adj = index.graph.adjacency
     return {"id": f"{kind}:{key}", "kind": kind, "key": key, "label": node_label(index, kind, key),
-            "degree": int(adj.indptr[row + 1] - adj.indptr[row])}  # fmt: skip
+            "degree": int(adj.indptr[row + 1] - adj.indptr[row]), "leaf": _is_leaf(index, kind, key)}  # fmt: skip
+
+
+def _is_leaf(index: Any, kind: str, key: str) -> bool:
+    return kind == "entity" and key in derived(index, "graph_view.leaves", lambda: leaf_entities(index))
+
+
+def _relations(index: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """(entity key, entity key) in sorted order -> the relations between them (``relation_edges``' row)."""
+    return derived(index, "graph_view.relations",
+                   lambda: {(r["a"], r["b"]): r for r in relation_edges(index).iter_rows(named=True)})  # fmt: skip
+
+
+def edge(index: Any, kind_a: str, key_a: str, kind_b: str, key_b: str, weight: float) -> dict[str, Any]:
+    """An edge as the page draws it: its ends, weight, kind and label (a relation's predicates and sentence)."""
+    kind = edge_kind(kind_a, kind_b)
+    out = {"source": f"{kind_a}:{key_a}", "target": f"{kind_b}:{key_b}", "weight": float(weight), "kind": kind,
+           "label": kind}  # fmt: skip
+    if kind == "relation" and (rel := _relations(index).get((min(key_a, key_b), max(key_a, key_b)))):
+        names = ev.entity_names(index)
+        subject = names.get(rel["subject"], (rel["subject"], ""))[0]
+        obj = names.get(rel["object"], (rel["object"], ""))[0]
+        out["label"] = rel["predicate"].replace("_", " ")
+        out["statement"] = f"{subject} — {out['label']} — {obj}"
+        out["sentence"] = rel["sentence"] or ""
+    return out
 
 
 def _neighbours(index: Any, row: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,7 +183,7 @@ def expand(index: Any, node_id: str, known: list[str], limit: int) -> dict[str, 
             a, b = new[i], everything[j]
             if b in new_set and b <= a:  # an edge between two new nodes, once
                 continue
-            edges.append({"source": f"{kinds[a]}:{keys[a]}", "target": f"{kinds[b]}:{keys[b]}", "weight": float(w)})
+            edges.append(edge(index, kinds[a], keys[a], kinds[b], keys[b], w))
     return {"version": index.version, "node": node_id, "nodes": out_nodes, "edges": edges,
             "more": max(len(fresh) - len(new), 0)}  # fmt: skip
 
@@ -191,9 +223,10 @@ def subgraph(index: Any, chunk_ids: list[str], max_entities: int) -> dict[str, A
             label = names.get(keys[n], (keys[n], ""))[0]
         else:
             label = node_label(index, kind, keys[n])  # the picture's file name
-        out_nodes.append({"id": f"{kind}:{keys[n]}", "kind": kind, "key": keys[n], "label": label})
+        out_nodes.append({"id": f"{kind}:{keys[n]}", "kind": kind, "key": keys[n], "label": label,
+                          "leaf": _is_leaf(index, kind, keys[n])})  # fmt: skip
     edges = [
-        {"source": out_nodes[i]["id"], "target": out_nodes[j]["id"], "weight": float(w)}
+        edge(index, kinds[keep[i]], keys[keep[i]], kinds[keep[j]], keys[keep[j]], w)
         for i, j, w in zip(sub.row.tolist(), sub.col.tolist(), sub.data.tolist(), strict=True)
         if i < j
     ]

@@ -230,6 +230,7 @@ const LAYOUT = {
 
 function nodeData(n, tags) {
   const data = { id: n.id, label: n.label, kind: n.kind, key: n.key };
+  if (n.leaf) data.leaf = 1;  // a date or an amount: hidden until "dates and numbers" is ticked
   if (n.kind === "image") data.img = `/images/${n.key}`;
   if (n.kind === "chunk" && tags.has(n.key)) data.tag = `[${tags.get(n.key)}]`;
   return { data };
@@ -256,9 +257,19 @@ function graphStyle() {
       "text-valign": "bottom", "text-margin-y": 3, "text-background-opacity": 0.95 } },
     { selector: "node:selected", style: { "border-width": 3, "border-color": "#d62728" } },
     { selector: "edge", style: { width: 1, "line-color": "#c8c8c8", "curve-style": "haystack", opacity: 0.8 } },
+    { selector: "edge[kind = 'relation']", style: { width: 1.6, "line-color": "#9a6a3a", "curve-style": "bezier" } },
+    { selector: "edge.hover", style: {
+      label: "data(label)", "font-size": 10, color: "#5a3a1a", "text-rotation": "autorotate",
+      "text-background-color": "#fff", "text-background-opacity": 0.9, "z-index": 10, width: 2.5 } },
     { selector: ".faded", style: { opacity: 0.18 } },
     { selector: ".off", style: { display: "none" } },
   ];
+}
+
+// an edge says what it means: a relation's predicate (its statement and sentence on hover), or its kind
+function edgeData(e) {
+  return { data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target, kind: e.kind,
+    label: e.label, statement: e.statement || "", sentence: e.sentence || "" } };
 }
 
 // label the best-connected entities (by their links in the drawing), so labels do not pile up
@@ -268,9 +279,14 @@ function markTop(cy) {
 }
 
 function applyFilter(cy) {
-  for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
-    const nodes = cy.nodes(`[kind = '${box.dataset.kind}']`);
-    if (box.checked) nodes.removeClass("off"); else nodes.addClass("off");
+  const hidden = new Set();
+  for (const box of document.querySelectorAll("#graph-filter input[data-kind], #graph-filter input[data-leaves]")) {
+    if (!box.checked) hidden.add(box.dataset.kind);
+  }
+  const leaves = document.querySelector("#graph-filter input[data-leaves]");
+  for (const node of cy.nodes()) {
+    const off = hidden.has(node.data("kind")) || (node.data("leaf") && leaves && !leaves.checked);
+    if (off) node.addClass("off"); else node.removeClass("off");
   }
 }
 
@@ -292,7 +308,7 @@ async function drawGraph(chunkIds, run, tags = new Map()) {
     container: $("graph"),
     elements: [
       ...g.nodes.map((n) => nodeData(n, tags)),
-      ...g.edges.map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
+      ...g.edges.map(edgeData),
     ],
     style: graphStyle(), minZoom: 0.2, maxZoom: 4, boxSelectionEnabled: false,
   });
@@ -302,6 +318,12 @@ async function drawGraph(chunkIds, run, tags = new Map()) {
   cy.layout(LAYOUT).run();
   cy.on("mouseover", "node", (ev) => ev.target.addClass("hover"));
   cy.on("mouseout", "node", (ev) => ev.target.removeClass("hover"));
+  cy.on("mouseover", "edge", (ev) => {
+    ev.target.addClass("hover");
+    const e = ev.target.data();
+    if (e.kind === "relation") status(`${e.statement}: “${e.sentence}”`);
+  });
+  cy.on("mouseout", "edge", (ev) => ev.target.removeClass("hover"));
   cy.on("tap", "node", (ev) => selectNode(ev.target));
   cy.on("tap", (ev) => { if (ev.target === cy) closeDetails(); });
 }
@@ -406,7 +428,7 @@ async function expandNode(node, button) {
     }),
     ...res.edges.filter((e) => cy.getElementById(`${e.source}|${e.target}`).empty()
       && cy.getElementById(`${e.target}|${e.source}`).empty())
-      .map((e) => ({ data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target } })),
+      .map(edgeData),
   ]);
   markTop(cy);
   applyFilter(cy);
@@ -743,7 +765,7 @@ $("ask-form").addEventListener("submit", (ev) => {
 });
 $("search").addEventListener("click", () => launch(search, "searching…"));
 $("image").addEventListener("change", showPreview);
-for (const box of document.querySelectorAll("#graph-filter input[data-kind]")) {
+for (const box of document.querySelectorAll("#graph-filter input[data-kind], #graph-filter input[data-leaves]")) {
   box.addEventListener("change", () => window.mmkgGraph && applyFilter(window.mmkgGraph));
 }
 window.addEventListener("hashchange", route);
