@@ -173,8 +173,9 @@ def test_status_reads_its_snapshot_until_the_instance_changes(project: Path):
 
 @contextlib.contextmanager
 def _serving(project: Path) -> Iterator:
-    """`mmkg serve --corpus corpus` from the project (re-indexing after uploads), stopped on exit; no traceback in
-    its log. Yields the test_api ``Server``."""
+    """Plain `mmkg serve` from the project, stopped on exit; no traceback in its log. Yields the test_api ``Server``.
+
+    No --corpus: the project's mmkg.toml names its corpus, so uploads are on and re-index (they were off)."""
     from conftest import free_port, stop_process_group, wait_until_up
     from test_api import Server
 
@@ -182,11 +183,13 @@ def _serving(project: Path) -> Iterator:
     log = project.parent / f"serve-{port}.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MMKG_", "DAGSTER_"))}
     with log.open("wb") as out:
-        proc = subprocess.Popen([MMKG, "serve", "--corpus", "corpus", "--port", str(port)], cwd=project, env=env,
+        proc = subprocess.Popen([MMKG, "serve", "--port", str(port)], cwd=project, env=env,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     srv = Server(f"http://127.0.0.1:{port}", proc, log)
     try:
         wait_until_up(proc, lambda: srv.call("GET", "/health", timeout=2)[0] == 200, "mmkg serve", log, timeout=120)
+        assert "uploads go into corpus; `mmkg index update` re-indexes them" in log.read_text()
+        assert srv.json("GET", "/index/reindex")[1]["state"] != "off"
         yield srv
     finally:
         stop_process_group(proc)

@@ -17,6 +17,7 @@ from mmkg.cli.common import (
     check_index,
     clock,
     console,
+    current_settings,
     err_console,
     index_root,
     open_index,
@@ -158,7 +159,13 @@ def serve(
         str | None, typer.Option("--api-key", envvar="MMKG_API_KEY", help="Required as Bearer token when set.")
     ] = None,
     corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="Corpus root that POST/DELETE /documents write into (off if unset).")
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="Corpus root that POST/DELETE /documents write into (default: the project's corpus_root from "
+            "./mmkg.toml or MMKG_CORPUS_ROOT, when --index is not given; else uploads are off).",
+            show_default=False,
+        ),
     ] = None,
     cors_origin: Annotated[
         list[str] | None, typer.Option("--cors-origin", help="Allow browser calls from this origin (repeatable).")
@@ -172,8 +179,11 @@ def serve(
     base_url: Annotated[str | None, typer.Option("--base-url", help="Its OpenAI-compatible endpoint.")] = None,
     chat_format: ChatFormat = None,
     reindex: Annotated[
-        bool, typer.Option(help="After an upload or delete, run `mmkg index update` (with --corpus; "
-                                "--no-reindex leaves it to a Dagster daemon's corpus sensor).")
+        bool,
+        typer.Option(
+            help="After an upload or delete, run `mmkg index update` (with --corpus; "
+            "--no-reindex leaves it to a Dagster daemon's corpus sensor)."
+        ),
     ] = True,
 ) -> None:
     """Serve the index over HTTP: the REST API (OpenAPI at /docs) and the web page at /."""
@@ -189,6 +199,10 @@ def serve(
     if backend and backend != "extractive":
         options = _backend_options(backend, base_url=base_url, chat_format=chat_format)
         generators[backend] = lambda: get_generator(backend, model, **options)
+    if corpus is None and index is None:  # the project's own index: its corpus takes the uploads
+        settings = current_settings()
+        if "corpus_root" in settings.model_fields_set and settings.corpus_root.is_dir():
+            corpus = settings.corpus_root
     try:
         root = index_root(index)
         # the update publishes into <data root>/index: the served index's parent is its data root
@@ -214,6 +228,11 @@ def serve(
             raise typer.Exit(2) from exc
     console.print(f"serving {cfg.index_root} version {api.state.holder.current().version} on http://{host}:{port}/ "
                   f"(API docs at /docs)")  # fmt: skip
+    if corpus is None:
+        console.print("uploads are off: --corpus names the corpus root they go into")
+    else:
+        after = "`mmkg index update` re-indexes them" if reindex else "a Dagster daemon's corpus sensor picks them up"
+        console.print(f"uploads go into {corpus}; {after}")
     uvicorn.run(api, host=host, port=port, log_level="info", access_log=False)
 
 
@@ -285,12 +304,20 @@ def ask(
     strategy: Annotated[str, typer.Option("--strategy", help="Retrieval strategy, NAME[:PRESET].")] = "mg2",
     param: Annotated[list[str] | None, typer.Option("--param", help="Strategy parameter NAME=VALUE.")] = None,
     backend: Annotated[
-        str, typer.Option("--backend", help="extractive (default, no model), span-model (a local extractive QA "
-                                         "model), openai, llamacpp or transformers.")
+        str,
+        typer.Option(
+            "--backend",
+            help="extractive (default, no model), span-model (a local extractive QA "
+            "model), openai, llamacpp or transformers.",
+        ),
     ] = "extractive",
     model: Annotated[
-        str | None, typer.Option("--model", help="Model name (openai) or local path (llamacpp: .gguf; transformers "
-                                                 "and span-model: a save_pretrained folder).")
+        str | None,
+        typer.Option(
+            "--model",
+            help="Model name (openai) or local path (llamacpp: .gguf; transformers "
+            "and span-model: a save_pretrained folder).",
+        ),
     ] = None,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint (default: $MMKG_LLM_BASE_URL).")
@@ -378,5 +405,3 @@ def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JS
             t.add_row(p["name"], str(p["default"]), p["doc"])
         console.print(t)
     console.print('\nUse: mmkg query "..." --strategy NAME[:PRESET] --param NAME=VALUE')
-
-
