@@ -34,10 +34,12 @@ from mmkg.atomic import write_bytes
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 from pipelines.progress import LOGGER_KEY, Listener, listening
+from pipelines.tags import TRIGGER_TAG
 
 STATE = "build_state.json"
 _log = logging.getLogger(__name__)
 RUN_PID_TAG, RUN_HOST_TAG = "mmkg/pid", "mmkg/host"  # on the runs an mmkg process runs in-process
+
 INSTANCE_CONFIG = Path(__file__).with_name("dagster.yaml")  # shipped: gpu pool limit, run monitoring, no telemetry
 # Under the data root: what a warm build reuses (``mmkg.nlp.ParseCache``, ``mmkg.embedding.VectorCache``, OCR).
 MODEL_CACHES = ("cache/parse", "cache/vectors", "blobs/ocr")
@@ -199,7 +201,7 @@ def code_location_origin(location: str = CODE_LOCATION, working_directory: Path 
 
 
 def launch_in_process(instance, job_name: str, run_config: dict, partition_key: str | None = None,
-                      data_root: Path | None = None):  # fmt: skip
+                      data_root: Path | None = None, tags: dict[str, str] | None = None):  # fmt: skip
     """Run the ``job_name`` job of ``pipelines.definitions`` in this process, as a run of its code location.
 
     What ``execute_in_process`` does, but the run is created with the job's code origin (``pipelines.definitions``,
@@ -227,7 +229,7 @@ def launch_in_process(instance, job_name: str, run_config: dict, partition_key: 
     code = ReconstructableRepository.for_module(CODE_LOCATION, "defs", str(Path.cwd()))
     origin = RemoteRepositoryOrigin(code_location_origin(), repository)
     tags = {**job.run_tags, **(job.get_tags_for_partition_key(partition_key, None) if partition_key else {}),
-            RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname()}  # fmt: skip
+            RUN_PID_TAG: str(os.getpid()), RUN_HOST_TAG: socket.gethostname(), **(tags or {})}  # fmt: skip
     run = instance.create_run_for_job(
         job_def=job,
         run_config=run_config,
@@ -377,8 +379,12 @@ def build_index(
     on_start: Callable[[str, int, int], None] | None = None,
     on_event: Listener | None = None,
     on_wait: Callable[[str], None] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> BuildReport:
     """Index ``partitions`` (default: every corpus folder) and publish; skipped when ``reuse`` and unchanged.
+
+    ``tags`` go on every run it starts (``TRIGGER_TAG``, ``COMMAND_TAG``: why it ran); default: trigger
+    ``update`` with ``stale_only``, else ``build``.
 
     ``cold`` clears the parse, vector and OCR caches first (a benchmark of the full cost); otherwise
     unchanged chunks, texts and images are taken from them.
@@ -400,8 +406,9 @@ def build_index(
     from mmkg.index.lock import build_lock
 
     with build_lock(Path(data_root), on_wait=on_wait or _say_waiting):
+        tags = {TRIGGER_TAG: "update" if stale_only else "build", **(tags or {})}
         return _build_index(corpus_root, data_root, partitions, processes, reuse, on_progress, cold, stale_only,
-                            on_start, on_event)  # fmt: skip
+                            on_start, on_event, tags)  # fmt: skip
 
 
 def _step_error(error) -> str:
@@ -428,6 +435,7 @@ def _build_index(
     stale_only: bool,
     on_start: Callable[[str, int, int], None] | None,
     on_event: Listener | None,
+    tags: dict[str, str],
 ) -> BuildReport:
     from dagster import DagsterEventType
 
@@ -512,7 +520,8 @@ def _build_index(
             if on_start:
                 on_start(key, i, len(run_keys) + 1)
             t0 = time.perf_counter()
-            result = launch_in_process(instance, "index_partition", run_config, partition_key=key, data_root=data_root)
+            result = launch_in_process(instance, "index_partition", run_config, partition_key=key, data_root=data_root,
+                                       tags=tags)  # fmt: skip
             record(result, f"partition {key}")
             report.partitions[key] = time.perf_counter() - t0
             if on_progress:
@@ -520,7 +529,7 @@ def _build_index(
         if on_start:
             on_start("publish_index", len(run_keys), len(run_keys) + 1)
         t0 = time.perf_counter()
-        result = launch_in_process(instance, "publish_index", run_config)
+        result = launch_in_process(instance, "publish_index", run_config, tags=tags)
         record(result, "publishing the index")
         report.publish_s = time.perf_counter() - t0
         if on_progress:

@@ -35,8 +35,6 @@ from dagster import (
 from assets.partitions import corpus_partitions
 from pipelines.jobs import reindex_job
 from pipelines.sensors import (
-    FINGERPRINT_TAG,
-    REASON_TAG,
     active_runs,
     asset_keys,
     corpus_partition_sensor,
@@ -44,6 +42,7 @@ from pipelines.sensors import (
     publish_check,
     stale_partitions,
 )
+from pipelines.tags import FINGERPRINT_TAG, REASON_TAG, TRIGGER_TAG
 from resources import CorpusResource, StorageResource
 
 REINDEX_CRON = os.environ.get("MMKG_REINDEX_CRON", "0 3 * * *")
@@ -79,7 +78,7 @@ def reindex_schedule(
                 run_key=f"partition-{p}",
                 partition_key=p,
                 asset_selection=list(partitioned),
-                tags={REASON_TAG: why, FINGERPRINT_TAG: current[p]},
+                tags={REASON_TAG: why, FINGERPRINT_TAG: current[p], TRIGGER_TAG: "schedule"},
             )
             for p, why in stale.items()
         ]
@@ -88,7 +87,8 @@ def reindex_schedule(
     check = publish_check(instance, sorted(current), storage.path / "index")
     if not check.needed or check.rolled_back:  # a rollback holds until the corpus changes or `mmkg index update`
         return SkipReason(check.reason)
-    return [RunRequest(run_key="publish", asset_selection=list(global_), tags={REASON_TAG: check.reason})]
+    tags = {REASON_TAG: check.reason, TRIGGER_TAG: "schedule"}
+    return [RunRequest(run_key="publish", asset_selection=list(global_), tags=tags)]
 
 
 @dataclass

@@ -43,6 +43,7 @@ from pipelines.records import (  # noqa: F401 - re-exported: the sensors' helper
     recorded_fingerprints,
     stale_partitions,
 )
+from pipelines.tags import FINGERPRINT_TAG, REASON_TAG, TRIGGER_TAG
 from resources import CorpusResource, StorageResource
 
 ACTIVE = [
@@ -53,8 +54,6 @@ ACTIVE = [
     DagsterRunStatus.CANCELING,
 ]
 SENSOR_INTERVAL_S = int(os.environ.get("MMKG_CORPUS_SENSOR_INTERVAL", "60"))
-REASON_TAG = "mmkg/reason"
-FINGERPRINT_TAG = "mmkg/fingerprint"
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,8 @@ def corpus_partition_sensor(context: SensorEvaluationContext, corpus: CorpusReso
     candidates = {p: current[p] for p in kept if seen.get(p) != current[p]}
     reasons |= stale_partitions(context.instance, candidates) if candidates else {}
     requests = [
-        RunRequest(partition_key=p, tags={REASON_TAG: reasons[p], FINGERPRINT_TAG: current[p]}) for p in sorted(reasons)
+        RunRequest(partition_key=p, tags={REASON_TAG: reasons[p], FINGERPRINT_TAG: current[p], TRIGGER_TAG: "sensor"})
+        for p in sorted(reasons)
     ]
     partition_requests = []
     if added:
@@ -145,4 +145,5 @@ def index_publish_sensor(context: SensorEvaluationContext, storage: StorageResou
     check = publish_check(context.instance, registered, storage.path / "index")
     if not check.needed or check.rolled_back:  # a rollback holds until the corpus changes or `mmkg index update`
         return SkipReason(check.reason)
-    return SensorResult(run_requests=[RunRequest(run_key=f"publish-{check.state}", tags={REASON_TAG: check.reason})])
+    tags = {REASON_TAG: check.reason, TRIGGER_TAG: "sensor"}
+    return SensorResult(run_requests=[RunRequest(run_key=f"publish-{check.state}", tags=tags)])

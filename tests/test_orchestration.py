@@ -226,6 +226,7 @@ def test_changed_document_reindexes_only_its_partition(env: Env):
     )
     sensed, published = env.daemon.refresh()
     assert sensed.partitions == ["space"] and len(published.runs) == 1
+    assert sensed.runs[0].tags["mmkg/trigger"] == published.runs[0].tags["mmkg/trigger"] == "sensor"
     done = materialized_since(env.instance, before)
     partitioned, global_ = asset_keys()
     assert {p for a, p in done if p is not None} == {"space"}
@@ -265,7 +266,7 @@ def test_schedule_reindexes_stale_partitions_once(env: Env):
     before = last_id(env.instance)
     first = env.daemon.schedule_tick()  # requests the stale partition only: publish waits for it
     assert first.partitions == ["computing_history"] and len(first.runs) == 1
-    assert first.runs[0].tags["mmkg/reason"] == "changed"
+    assert first.runs[0].tags["mmkg/reason"] == "changed" and first.runs[0].tags["mmkg/trigger"] == "schedule"
     second = env.daemon.schedule_tick()  # no partition runs the second time; the index is published
     assert second.partitions == [] and len(second.runs) == 1
     assert set(second.runs[0].asset_selection) == set(asset_keys()[1])

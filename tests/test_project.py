@@ -67,6 +67,8 @@ def test_build_edit_status_update_query_sql_export(project: Path):
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
     assert {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
     assert sorted(r.job_name for r in runs) == ["index_partition", "publish_index"]
+    # each run says why it ran and what started it (the UI said only "Manually launched")
+    assert {(r.tags.get("mmkg/trigger"), r.tags.get("mmkg/command")) for r in runs} == {("build", "mmkg index build")}
     assert [r.tags.get("dagster/partition") for r in runs if r.job_name == "index_partition"] == ["space"]
     for made in runs:  # runs of the code location `mmkg ui` loads, so its job pages and timeline list them
         origin = made.remote_job_origin
@@ -224,7 +226,7 @@ def _served(srv, partitions: list[str], timeout: float = 30) -> dict:
 
 @pytest.mark.slow
 def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
-    """`mmkg serve --corpus corpus` from the project: an upload starts `mmkg index update` in the server, the new
+    """`mmkg serve` from the project: an upload starts `mmkg index update` in the server, the new
     version is served once published (a query finds the upload), and deleting the partition's last file removes
     the folder and, after the next update, the partition."""
     from test_api import multipart
@@ -256,6 +258,12 @@ def test_an_upload_to_mmkg_serve_is_indexed_and_served(project: Path):
         _served(srv, ["space"])
     status = json.loads(run(project, "index", "status", "--json").stdout)
     assert [(r["partition"], r["state"]) for r in status["partitions"]] == [("space", "indexed")]
+    from dagster import DagsterInstance, RunsFilter
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:  # the server's updates say an upload ran them
+        ferries = instance.get_runs(RunsFilter(tags={"dagster/partition": "ferries"}))
+    assert ferries and {r.tags.get("mmkg/trigger") for r in ferries} == {"upload"}
+    assert "mmkg index update --corpus" in ferries[0].tags["mmkg/command"]
 
 
 @pytest.mark.slow

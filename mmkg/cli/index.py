@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -196,12 +197,12 @@ def init(
     print(NEXT_STEPS.format(folder=folder, question=question))  # commands to copy: never wrapped
 
 
-def _build(corpus: Path, data_root: Path, **kwargs) -> object:
+def _build(corpus: Path, data_root: Path, trigger: str, **kwargs) -> object:
     """Run ``build_index`` under the live display (``mmkg.build_display``); library output goes to a log file.
 
     The roots are in this process's environment while the pipelines load, as `mmkg ui` hands them to its code
     location: the jobs the build runs then are the very jobs the UI loads (same snapshot), so the UI can
-    re-execute the build's runs as they are.
+    re-execute the build's runs as they are. Every run is tagged with ``trigger`` and this command line.
     """
     from mmkg.build_display import build_display
 
@@ -209,11 +210,19 @@ def _build(corpus: Path, data_root: Path, **kwargs) -> object:
         with environ(root_env(corpus, data_root)), build_display(console, data_root) as display:
             try:
                 from pipelines.build import build_index  # Dagster: imported while the display already runs
+                from pipelines.tags import COMMAND_TAG, TRIGGER_TAG
             except ImportError as exc:
                 raise _NoPipelines(str(exc)) from exc
+            tags = {TRIGGER_TAG: trigger, COMMAND_TAG: shlex.join(["mmkg", *sys.argv[1:]])[:1000]}
             return build_index(
-                corpus, data_root, on_start=display.start, on_progress=display.done, on_event=display.event,
-                on_wait=display.waiting, **kwargs,
+                corpus,
+                data_root,
+                on_start=display.start,
+                on_progress=display.done,
+                on_event=display.event,
+                on_wait=display.waiting,
+                tags=tags,
+                **kwargs,
             )
     except _NoPipelines as exc:
         err_console.print(f"[red]error:[/] building an index needs the project's Dagster pipelines ({exc})")
@@ -274,16 +283,25 @@ def index_build(
         err_console.print(f"[red]error:[/] no partition folder {', '.join(missing)} under {corpus}")
         raise typer.Exit(2)
     console.print(f"Indexing [bold]{corpus}[/] into [bold]{data_root}[/]")
-    report = _build(corpus, data_root, partitions=partition or None, reuse=not (force or cold), cold=cold,
+    report = _build(corpus, data_root, "build", partitions=partition or None, reuse=not (force or cold), cold=cold,
                     processes=processes)  # fmt: skip
     _build_summary(report, data_root)
 
 
 @index_app.command("update")
-def index_update(corpus: CorpusOption = None, data_root: DataRootOption = None, processes: Processes = None) -> None:
+def index_update(
+    corpus: CorpusOption = None,
+    data_root: DataRootOption = None,
+    processes: Processes = None,
+    trigger: Annotated[
+        str, typer.Option("--trigger", hidden=True, help="Why it runs (tags the runs): update, or upload (mmkg serve).")
+    ] = "update",
+) -> None:
     """Re-index only the partitions that changed (or are new, or whose last run failed), then publish."""
+    if trigger not in ("update", "upload"):
+        raise typer.BadParameter(f"{trigger!r}: update or upload", param_hint="--trigger")
     corpus, data_root = roots(corpus, data_root)
-    report = _build(corpus, data_root, stale_only=True, processes=processes)
+    report = _build(corpus, data_root, trigger, stale_only=True, processes=processes)
     for key, why in report.stale.items():
         console.print(f"  {key}: {why}")
     _build_summary(report, data_root)
@@ -359,5 +377,3 @@ def ui(
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, cmd, env)  # dagster dev takes this process: Ctrl-C and signals reach it
-
-

@@ -207,7 +207,8 @@ def serve(
         root = index_root(index)
         # the update publishes into <data root>/index: the served index's parent is its data root
         command = (sys.executable, "-m", "mmkg.cli", "index", "update", "--corpus", str(corpus.resolve()),
-                   "--data-root", str(root.resolve().parent)) if corpus is not None and reindex else None  # fmt: skip
+                   "--data-root", str(root.resolve().parent), "--trigger", "upload"
+                   ) if corpus is not None and reindex else None  # fmt: skip
         cfg = ServeConfig(
             index_root=root, corpus_root=corpus, host=host, api_key=api_key, cors_origins=cors_origin or [],
             query_workers=workers, answer_workers=answer_workers, generators=generators,
