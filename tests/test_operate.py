@@ -57,6 +57,10 @@ def test_cli_sql(art: ArtCorpus, tmp_path: Path):
     assert out.exit_code == 0 and "Margit Holm" in out.output
     out = _cli("sql", "SELEC 1", "--data-root", str(art.data))
     assert out.exit_code == 2 and "syntax error" in out.output and "Traceback" not in out.output
+    assert len(out.output.strip().splitlines()) == 1 and "^" not in out.output  # no echoed statement, no carets
+    out = _cli("sql", "SELECT * FROM chunkz", "--data-root", str(art.data))
+    assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1, out.output
+    assert 'Did you mean "chunks"?' in out.output and "SHOW TABLES" in out.output
     out = _cli("sql", "SELECT 1", "--data-root", str(tmp_path / "empty"))
     assert out.exit_code == 2 and "no tables under" in out.output
 

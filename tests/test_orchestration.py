@@ -318,7 +318,7 @@ def test_removed_partition_leaves_the_new_version_but_not_the_old(env: Env):
         tbl = db.open_table(name)
         tbl.checkout(version)
         assert gone not in set(tbl.to_arrow().column("partition").to_pylist()), name
-    with pytest.raises(ValueError, match=f"no partition \\['{gone}'\\] in index version {new.version}"):
+    with pytest.raises(ValueError, match=f"no partition '{gone}' in index version {new.version}; the index has 2: "):
         retrieve(new, text="Chelsea the cat", k=5, filters={"partition": gone})
 
     # a reader pinned to the old version still reads the removed partition

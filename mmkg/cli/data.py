@@ -36,8 +36,11 @@ def sql(
     root = data_root or current_settings().data_root
     try:
         rel = connect(root).sql(statement)
-    except (FileNotFoundError, duckdb.Error) as exc:
+    except FileNotFoundError as exc:
         err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    except duckdb.Error as exc:
+        err_console.print(f"[red]error:[/] {_one_line(exc)}", highlight=False)
         raise typer.Exit(2) from exc
     if rel is None:  # a statement without rows (CREATE, SET, ...)
         return
@@ -52,6 +55,19 @@ def sql(
     console.print(t)
     if len(rows) > max_rows:
         console.print(f"[dim]{len(rows) - max_rows} more rows (--max-rows, or --json for all)[/]")
+
+
+def _one_line(exc: Exception) -> str:
+    """DuckDB's message in one line: its lines joined, the echoed statement and the caret line under it left out
+    (the message names the token already), and where a table is unknown, how to list the views."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    kept = [line for line in lines if not line.startswith("LINE ") and set(line) - set("^ ")]
+    import duckdb
+
+    text = "; ".join(kept)
+    if isinstance(exc, duckdb.CatalogException):
+        text += ' (mmkg sql "SHOW TABLES" lists the views; idx.<name> are the published index\'s tables)'
+    return text
 
 
 @graph_app.command("export")

@@ -303,9 +303,15 @@ class Index:
             if missing:  # a typo gets its nearest names, never an empty answer without a word
                 import difflib
 
-                near = {v[:80]: difflib.get_close_matches(v, sorted(known), n=3) for v in missing[:3]}
-                raise QueryError(f"no {key} {[v[:80] for v in missing[:5]]} in index version {self.version}; "
-                                 f"nearest: {near}")  # fmt: skip
+                names = sorted(known)
+                said = []
+                for v in missing[:5]:
+                    close = difflib.get_close_matches(v, names, n=3)
+                    said.append(repr(v[:80]) + (f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+                                                 if close else ""))  # fmt: skip
+                listed = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+                raise QueryError(f"no {key} {', '.join(said)} in index version {self.version}; the index has "
+                                 f"{len(names)}: {listed}")  # fmt: skip
             docs = docs.filter(pl.col(key).is_in(list(values)))
         return set(docs["doc_id"].to_list())
 
