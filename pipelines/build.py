@@ -34,9 +34,10 @@ from mmkg.atomic import write_bytes
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 from pipelines.progress import LOGGER_KEY, Listener, listening
+from pipelines.status import BUILD_STATE, nothing_to_build
 from pipelines.tags import TRIGGER_TAG
 
-STATE = "build_state.json"
+STATE = BUILD_STATE
 _log = logging.getLogger(__name__)
 RUN_PID_TAG, RUN_HOST_TAG = "mmkg/pid", "mmkg/host"  # on the runs an mmkg process runs in-process
 
@@ -437,6 +438,14 @@ def _build_index(
     on_event: Listener | None,
     tags: dict[str, str],
 ) -> BuildReport:
+    corpus_root, data_root = Path(corpus_root), Path(data_root)
+    keys = partitions or list_partitions(corpus_root)
+    if not keys:
+        raise ValueError(f"{corpus_root} has no partition folders to index")
+    if reuse and (version := nothing_to_build(corpus_root, data_root, keys, stale_only)):
+        docs, pages, chunks = _counts(data_root, keys)
+        return BuildReport(str(corpus_root), str(data_root), version, documents=docs, pages=pages, chunks=chunks,
+                           reused=True, skipped=list(keys) if stale_only else [])  # fmt: skip
     from dagster import DagsterEventType
 
     import pipelines.definitions  # noqa: F401  the jobs, with spaCy and the models' code: loaded before the clock
@@ -444,20 +453,9 @@ def _build_index(
     from pipelines.executors import resources_run_config
     from pipelines.records import asset_keys
 
-    corpus_root, data_root = Path(corpus_root), Path(data_root)
-    keys = partitions or list_partitions(corpus_root)
-    if not keys:
-        raise ValueError(f"{corpus_root} has no partition folders to index")
     digest = {key: partition_fingerprint(corpus_root / key) for key in keys}  # what the corpus sensor compares
     state_path = data_root / STATE
     published = _published(data_root)
-    if reuse and not stale_only and published and state_path.exists():
-        state = json.loads(state_path.read_text(encoding="utf-8"))
-        version, parts = published
-        if state.get("partitions") == digest and state.get("index_version") == version and parts == set(keys):
-            docs, pages, chunks = _counts(data_root, keys)
-            return BuildReport(str(corpus_root), str(data_root), version, documents=docs, pages=pages, chunks=chunks,
-                               reused=True)  # fmt: skip
 
     if cold:
         for rel in MODEL_CACHES:

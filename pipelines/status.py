@@ -174,6 +174,7 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
         {"partition": k, "fingerprint": "", "state": "removed", "last_ingest": None, "published": True} for k in removed
     ]
     behind = [r["partition"] for r in rows if r["state"] != "indexed" or not r["published"]]
+    up_to_date = bool(published) and not behind and not publish_needed and not rolled_back
     if rolled_back:
         advice = (f"rolled back: CURRENT is {published['version']}, the newest publish is {newest}"
                   + (f"; {', '.join(behind)} served as they were then" if behind else "")
@@ -186,4 +187,41 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
     else:
         advice = "up to date: the published index covers every partition as it is now"
     return {"corpus_root": str(corpus_root), "data_root": str(data_root), "partitions": rows,
-            "published": published, "advice": advice}  # fmt: skip
+            "published": published, "up_to_date": up_to_date, "advice": advice}  # fmt: skip
+
+
+BUILD_STATE = "build_state.json"  # in the data root: the corpus fingerprints and version of the last build
+
+
+def nothing_to_build(corpus_root: Path | str, data_root: Path | str, keys: list[str], stale_only: bool) -> str | None:
+    """The published version when a build (``stale_only``: an update) of ``keys`` would change nothing, else None.
+
+    Answered before the pipelines' code is imported (2.2 s) and, for an update, from the status snapshot
+    (``cached_records``) while Dagster's databases are unchanged: `mmkg index build` with nothing to do took
+    3.5 s against 0.25 s for `mmkg index status`.
+
+    - a build: the last build's record (``BUILD_STATE``) names the version CURRENT names and the corpus
+      fingerprints of these very partitions, which are the version's partitions;
+    - an update: ``index_status`` says every partition is indexed and published, no publish is due, and CURRENT
+      is the newest publish.
+    """
+    corpus_root, data_root = Path(corpus_root), Path(data_root)
+    published = _published(data_root / "index") if (data_root / "index" / CURRENT).exists() else None
+    if published is None:
+        return None
+    if stale_only:
+        if keys != list_partitions(corpus_root):
+            return None
+        return published["version"] if index_status(corpus_root, data_root)["up_to_date"] else None
+    try:
+        state = json.loads((data_root / BUILD_STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    digest = {key: partition_fingerprint(corpus_root / key) for key in keys}
+    same = (
+        isinstance(state, dict)
+        and state.get("partitions") == digest
+        and state.get("index_version") == published["version"]
+        and published["partitions"] == sorted(keys)
+    )
+    return published["version"] if same else None

@@ -193,7 +193,7 @@ def test_the_cli_build_draws_the_display_and_keeps_library_output_off_the_screen
         return "report"
 
     monkeypatch.setitem(sys.modules, "pipelines.build", types.SimpleNamespace(build_index=build_index))
-    assert cli._build(tmp_path / "corpus", tmp_path / "data") == "report"
+    assert cli._build(tmp_path / "corpus", tmp_path / "data", "build") == "report"
     out = capfd.readouterr()
     assert "No existing dataset" not in out.out + out.err
     assert "✓ partition space in 0:02.0" in out.out and "✓ published in 0:01.0" in out.out
@@ -217,7 +217,7 @@ def test_a_failed_build_names_the_step_and_the_error_reaches_the_terminal(
 
     monkeypatch.setitem(sys.modules, "pipelines.build", types.SimpleNamespace(build_index=build_index))
     with pytest.raises(typer.Exit) as exit_:
-        cli._build(tmp_path / "corpus", tmp_path / "data")
+        cli._build(tmp_path / "corpus", tmp_path / "data", "build")
     assert exit_.value.exit_code == 1
     out = capfd.readouterr()
     assert "✗ partition space: step embed failed" in out.out
@@ -235,7 +235,7 @@ def test_an_up_to_date_build_leaves_no_log(tmp_path: Path, capfd: pytest.Capture
         return "up to date"  # the published index covers the corpus: no run starts
 
     monkeypatch.setitem(sys.modules, "pipelines.build", types.SimpleNamespace(build_index=build_index))
-    assert cli._build(tmp_path / "corpus", tmp_path / "data") == "up to date"
+    assert cli._build(tmp_path / "corpus", tmp_path / "data", "build") == "up to date"
     assert "Log" not in capfd.readouterr().out
     assert not (tmp_path / "data").exists()  # not even the folders the log would have gone in
 

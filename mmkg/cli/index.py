@@ -236,6 +236,23 @@ class _NoPipelines(Exception):
     pass
 
 
+def _up_to_date(corpus: Path, data_root: Path, partitions: list[str] | None, stale_only: bool) -> bool:
+    """Say so and return True when the build or update would change nothing: decided before the display starts and
+    Dagster loads (``pipelines.status.nothing_to_build``), so the answer takes as long as `mmkg index status`."""
+    from mmkg.ingest.files import list_partitions
+
+    try:
+        from pipelines.status import nothing_to_build
+    except ImportError:
+        return False  # _build names the missing pipelines
+    keys = partitions or list_partitions(corpus)
+    version = nothing_to_build(corpus, data_root, keys, stale_only) if keys else None
+    if version:
+        rest = "nothing to update" if stale_only else "nothing to build (--force builds anyway)"
+        console.print(f"[green]up to date[/]: index {version} covers the corpus as it is; {rest}")
+    return version is not None
+
+
 def _build_summary(report, data_root: Path) -> None:
     import polars as pl
 
@@ -282,6 +299,8 @@ def index_build(
     if missing:
         err_console.print(f"[red]error:[/] no partition folder {', '.join(missing)} under {corpus}")
         raise typer.Exit(2)
+    if not (force or cold) and _up_to_date(corpus, data_root, partition, stale_only=False):
+        return
     console.print(f"Indexing [bold]{corpus}[/] into [bold]{data_root}[/]")
     report = _build(corpus, data_root, "build", partitions=partition or None, reuse=not (force or cold), cold=cold,
                     processes=processes)  # fmt: skip
@@ -301,6 +320,8 @@ def index_update(
     if trigger not in ("update", "upload"):
         raise typer.BadParameter(f"{trigger!r}: update or upload", param_hint="--trigger")
     corpus, data_root = roots(corpus, data_root)
+    if _up_to_date(corpus, data_root, None, stale_only=True):
+        return
     report = _build(corpus, data_root, trigger, stale_only=True, processes=processes)
     for key, why in report.stale.items():
         console.print(f"  {key}: {why}")

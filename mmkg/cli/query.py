@@ -58,8 +58,7 @@ def query(
     version: Annotated[str | None, typer.Option(help="Pin a version (default: current).")] = None,
 ) -> None:
     """Retrieve the chunks that answer a text, image, video and/or audio query, with the evidence selected."""
-    from mmkg.query import Query
-    from mmkg.retrieval import get_strategy, search
+    from mmkg.query import Query, QueryError
 
     if query_file is not None:
         if text is not None:
@@ -73,6 +72,13 @@ def query(
         if path is not None and not path.is_file():
             err_console.print(f"[red]error:[/] {what} {path} not found")
             raise typer.Exit(2)
+    try:  # an empty or over-long text is refused here, before retrieval and the index are loaded
+        the_query = Query(text=text, image=image, video=video, audio=audio)
+    except QueryError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    from mmkg.retrieval import get_strategy, search
+
     try:
         overrides = parse_params(param)
         get_strategy(strategy, preset, **overrides)  # unknown names fail here, before any model loads
@@ -89,10 +95,8 @@ def query(
                       f"partitions: {sorted(known)}")  # fmt: skip
         raise typer.Exit(2)
     try:
-        result = search(idx,
-            Query(text=text, image=image, video=video, audio=audio), k=k, strategy=strategy, preset=preset,
-            filters=filters or None, **overrides,
-        )  # fmt: skip
+        result = search(idx, the_query, k=k, strategy=strategy, preset=preset, filters=filters or None,
+                        **overrides)  # fmt: skip
     except ValueError as exc:
         err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc

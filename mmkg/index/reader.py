@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import lancedb
 import numpy as np
 import polars as pl
 from threadpoolctl import ThreadpoolController
@@ -124,6 +123,19 @@ class UnitTable:
         return [(i, 1.0 - d) for i, d in zip(hits["id"].to_pylist(), hits["_distance"].to_pylist(), strict=True)]
 
 
+class _WholeTable:
+    """The two calls the reader makes on a table it reads whole, on a Lance dataset pinned to a version."""
+
+    def __init__(self, dataset: Any):
+        self.dataset = dataset
+
+    def to_arrow(self) -> Any:
+        return self.dataset.to_table()
+
+    def count_rows(self) -> int:
+        return int(self.dataset.count_rows())
+
+
 class Index:
     """A pinned, read-only view of one published index version."""
 
@@ -167,7 +179,6 @@ class Index:
             "sentences": self.m_smi.row_ids.tolist(),
             "objects": self.m_omi.row_ids.tolist(),
         }
-        self._db = lancedb.connect(str(root / "lance"))
         self.vectors: dict[str, np.ndarray] = {}
         self.meta: dict[str, pl.DataFrame] = {}
         self.tables: dict[str, Any] = {}  # ANN-indexed LanceDB tables, searched in place
@@ -227,9 +238,20 @@ class Index:
             )
 
     def _open_table(self, name: str) -> Any:
-        tbl = self._db.open_table(name)
-        tbl.checkout(self.manifest.lance_versions[name])
-        return tbl
+        """A LanceDB table at the version this index pins: through ``lancedb`` when it is ANN-indexed (searched in
+        place), else the Lance dataset itself, read whole (``_WholeTable``). ``lance`` imports in 0.46 s and
+        ``lancedb`` in 1.27 s on this machine: most of a 2.2 s CLI query on the sample index, which has no ANN
+        index."""
+        version = self.manifest.lance_versions[name]
+        if name in self.manifest.ann_indexed:
+            import lancedb
+
+            tbl = lancedb.connect(str(self.root / "lance")).open_table(name)
+            tbl.checkout(version)
+            return tbl
+        import lance
+
+        return _WholeTable(lance.dataset(str(self.root / "lance" / f"{name}.lance"), version=version))
 
     # -- opening -------------------------------------------------------------------------------
 
