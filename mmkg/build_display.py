@@ -172,19 +172,22 @@ class BuildDisplay:
         self.step = ""
         self.step_t0 = self.t0
         self.steps_done = 0
+        self.steps_in_run: int | None = None
         self.last_line = ""
         self.own_lines = 0  # lines this display wrote to the log (the rest came from the libraries)
         self._spinner = Spinner("dots", style="green")
 
     # -- the build's callbacks ------------------------------------------------------------------
-    def start(self, what: str, i: int, n: int) -> None:
-        """A run starts: partition ``what`` (or ``publish_index``), the ``i``-th of ``n``."""
+    def start(self, what: str, i: int, n: int, steps: int | None = None) -> None:
+        """A run starts: partition ``what`` (or ``publish_index``), the ``i``-th of ``n``, with ``steps`` steps (when
+        known: the bar then moves as they end)."""
         if self.log_path is not None and self.position is None:  # the first run: something will be built
             _say_with_path(self.console, "[dim]Log (library warnings, Dagster):[/]", self.log_path)
         with self._lock:
             self.label = "publishing the index" if what == "publish_index" else f"partition {what}"
             self.position = (i, n)
             self.step, self.step_t0, self.steps_done, self.last_line = "", self.clock(), 0, "starting the run"
+            self.steps_in_run = steps
         self._write(f"{self.label}: run {i + 1} of {n} starts")
 
     def waiting(self, message: str) -> None:
@@ -205,7 +208,7 @@ class BuildDisplay:
         with self._lock:
             if self.position:
                 self.position = (self.position[0] + 1, self.position[1])
-            self.step, self.last_line = "", ""
+            self.step, self.last_line, self.steps_done = "", "", 0
         self._write(f"{'published' if what == 'publish_index' else 'partition ' + what} in {seconds:.1f}s")
 
     def event(self, ev: StepEvent) -> None:
@@ -239,13 +242,19 @@ class BuildDisplay:
         self.log.flush()
         self.own_lines += text.count("\n")  # an asset's message may span lines
 
+    def progress(self) -> tuple[float, int | None]:
+        """``(runs completed, runs in all)`` as the bar shows them: the running run counts by its steps done."""
+        with self._lock:
+            done, total = self.position if self.position else (0, None)
+            return _completed(done, total, self.steps_done, self.steps_in_run), total
+
     # -- drawing --------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         now = self.clock()
         width = options.max_width
         with self._lock:
             label, position, step, steps_done = self.label, self.position, self.step, self.steps_done
-            step_t0, last_line = self.step_t0, self.last_line
+            step_t0, last_line, steps_in_run = self.step_t0, self.last_line, self.steps_in_run
         top = Table.grid(padding=(0, 1))
         top.add_column(no_wrap=True)  # spinner
         top.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=8)  # what runs
@@ -254,7 +263,8 @@ class BuildDisplay:
         top.add_column(no_wrap=True, style="yellow")  # elapsed
         done, total = position if position else (0, None)
         top.add_row(self._spinner.render(now), Text(label, style="bold"),
-                    ProgressBar(total=total, completed=done, animation_time=now),
+                    ProgressBar(total=total, completed=_completed(done, total, steps_done, steps_in_run),
+                                animation_time=now),
                     Text(f"{done}/{total}" if total else "", style="green"), _hms(now - self.t0))  # fmt: skip
         rows: list = [top]
         if step:
@@ -275,6 +285,13 @@ class BuildDisplay:
             return 0
         with open(self.log_path, encoding="utf-8", errors="replace") as f:
             return max(sum(1 for _ in f) - self.own_lines, 0)
+
+
+def _completed(done: int, total: int | None, steps_done: int, steps_in_run: int | None) -> float:
+    """Runs done, and the share of the running one's steps done (when its step count is known), for the bar: it
+    moves within a run, and never shows a run whole before the run ends."""
+    part = min(steps_done / steps_in_run, 0.99) if steps_in_run and total and done < total else 0.0
+    return done + part
 
 
 def _clock(seconds: float) -> str:

@@ -59,7 +59,8 @@ class BuildReport:
     partitions: dict[str, float] = field(default_factory=dict)  # partition -> seconds of its index_partition run
     steps: dict[str, float] = field(default_factory=dict)  # asset step -> seconds (summed over partitions)
     publish_s: float = 0.0
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the runs and the publish (docs/s and pages/s are of this)
+    load_s: float = 0.0  # loading the pipelines' code and the Dagster instance before the first run
     peak_bytes: int = 0
     documents: int = 0
     pages: int = 0  # PDF pages, plus one per non-PDF document
@@ -396,8 +397,8 @@ def build_index(
     the index is behind. ``report.skipped`` lists the partitions left as they were.
 
     ``processes`` sets the spaCy parser workers (default: MMKG_SPACY_PROCESSES). ``on_start`` is
-    called with the partition (or ``publish_index``) a run starts, its position and the number of
-    runs (partitions and the publish), ``on_progress`` with the partition and its
+    called with the partition (or ``publish_index``) a run starts, its position, the number of
+    runs (partitions and the publish) and the run's number of steps, ``on_progress`` with the partition and its
     seconds when it ends, and ``on_event`` with every step start, step end and asset log line
     (``pipelines.progress``).
 
@@ -410,6 +411,17 @@ def build_index(
         tags = {TRIGGER_TAG: "update" if stale_only else "build", **(tags or {})}
         return _build_index(corpus_root, data_root, partitions, processes, reuse, on_progress, cold, stale_only,
                             on_start, on_event, tags)  # fmt: skip
+
+
+def _step_counts() -> dict[str, int]:
+    """Steps in a run of each job the build launches (assets and their checks): the display's bar moves by step
+    within a run, not only when a run ends (it stayed at 0/2 through a whole partition)."""
+    from dagster._core.execution.api import create_execution_plan
+
+    from pipelines.definitions import defs
+
+    return {name: len(create_execution_plan(defs.resolve_job_def(name)).step_keys_to_execute)
+            for name in ("index_partition", "publish_index")}  # fmt: skip
 
 
 def _step_error(error) -> str:
@@ -446,6 +458,7 @@ def _build_index(
         docs, pages, chunks = _counts(data_root, keys)
         return BuildReport(str(corpus_root), str(data_root), version, documents=docs, pages=pages, chunks=chunks,
                            reused=True, skipped=list(keys) if stale_only else [])  # fmt: skip
+    t_load = time.perf_counter()
     from dagster import DagsterEventType
 
     import pipelines.definitions  # noqa: F401  the jobs, with spaCy and the models' code: loaded before the clock
@@ -509,6 +522,8 @@ def _build_index(
 
     _clear_partitions(instance, run_keys, data_root)  # before any work; each partition's run claims it again
     t_all = time.perf_counter()
+    report.load_s = t_all - t_load
+    steps = _step_counts() if on_start else {}
     with (
         PeakMemory() as mem,
         listening(on_event) if on_event else contextlib.nullcontext(),
@@ -516,7 +531,7 @@ def _build_index(
     ):
         for i, key in enumerate(run_keys):
             if on_start:
-                on_start(key, i, len(run_keys) + 1)
+                on_start(key, i, len(run_keys) + 1, steps.get("index_partition"))
             t0 = time.perf_counter()
             result = launch_in_process(instance, "index_partition", run_config, partition_key=key, data_root=data_root,
                                        tags=tags)  # fmt: skip
@@ -525,7 +540,7 @@ def _build_index(
             if on_progress:
                 on_progress(key, report.partitions[key])
         if on_start:
-            on_start("publish_index", len(run_keys), len(run_keys) + 1)
+            on_start("publish_index", len(run_keys), len(run_keys) + 1, steps.get("publish_index"))
         t0 = time.perf_counter()
         result = launch_in_process(instance, "publish_index", run_config, tags=tags)
         record(result, "publishing the index")

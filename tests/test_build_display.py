@@ -65,6 +65,24 @@ def test_the_running_step_is_shown_before_the_partition_finishes():
     assert "parsed 6 chunks" not in shown  # the last log line belongs to the step that wrote it
 
 
+def test_the_bar_moves_with_the_steps_of_the_running_run():
+    """It stayed at 0/2 through a whole partition run: now each step done moves it, short of the run's end."""
+    display = BuildDisplay(screen(), clock=Clock())
+    display.start("space", 0, 2, steps=4)
+    assert display.progress() == (0.0, 2)
+    for step in ("ingest", "parse", "embed", "index"):
+        display.event(StepEvent("step_start", step, ""))
+        display.event(StepEvent("step_success", step, "", seconds=1.0))
+    assert display.progress() == (0.99, 2)  # every step done, the run not yet ended: not shown whole
+    display.done("space", 4.0)
+    assert display.progress() == (1.0, 2)
+    display.start("publish_index", 1, 2, steps=2)
+    display.event(StepEvent("step_success", "graph", "", seconds=1.0))
+    assert display.progress() == (1.5, 2)
+    display.done("publish_index", 2.0)
+    assert display.progress() == (2, 2)
+
+
 def test_the_timers_advance_without_new_events():
     clock = Clock()
     display = BuildDisplay(screen(), clock=clock)

@@ -54,6 +54,7 @@ def test_build_edit_status_update_query_sql_export(project: Path):
 
     build = run(project, "index", "build")
     assert "partition space" in build.stdout and "published" in build.stdout
+    assert "loading the pipelines" in build.stdout  # the time shown is the command's, not only the runs'
     assert (project / ".mmkg" / "index" / "CURRENT").exists()  # ./.mmkg of the project, from mmkg.toml
     instance_config = (project / ".mmkg" / "dagster_home" / "dagster.yaml").read_text(encoding="utf-8")
     assert "default_limit: 1" in instance_config  # the shipped config: one gpu-pool step at a time ...

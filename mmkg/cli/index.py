@@ -266,7 +266,8 @@ def _build_summary(report, data_root: Path) -> None:
     t.add_row("partitions built", f"{len(report.partitions)}" + (f" (up to date: {len(report.skipped)})"
                                                                 if report.skipped else ""))  # fmt: skip
     t.add_row("documents / pages / chunks", f"{report.documents:,} / {report.pages:,} / {report.chunks:,}")
-    t.add_row("time", f"{clock(report.wall_s)} (publish {clock(report.publish_s)}), peak memory "
+    t.add_row("time", f"{clock(report.load_s + report.wall_s)} (loading the pipelines {clock(report.load_s)}, "
+                      f"publish {clock(report.publish_s)}), peak memory "
                       f"{report.peak_bytes / 2**30:.1f} GiB")  # fmt: skip
     files = [data_root / "tables" / "rejected_files" / f"{k}.parquet" for k in report.partitions]
     files = [f for f in files if f.exists()]
