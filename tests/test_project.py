@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -363,15 +364,46 @@ def ui(project: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
     url = f"http://127.0.0.1:{port}"
     log = project.parent / "ui.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MMKG_", "DAGSTER_"))}
+    def as_a_background_job() -> None:  # `mmkg ui &` in a shell: SIGINT ignored, its own process group
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     with log.open("wb") as out:
         proc = subprocess.Popen([MMKG, "ui", "--port", str(port)], cwd=project, env=env, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                                stderr=subprocess.STDOUT, preexec_fn=as_a_background_job)  # fmt: skip
     try:
         wait_until_up(proc, lambda: http_ok(f"{url}/server_info"), f"mmkg ui at {url}", log, timeout=180, interval=1)
         yield url, made, log
+        # SIGTERM to `mmkg ui` alone stops dagster dev and everything it started (they ignored it: five processes
+        # had to be killed one by one)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert _group_left(proc.pid) == [], "processes left behind"
+        said = log.read_text(encoding="utf-8", errors="replace")
+        assert "stopped the Dagster UI (SIGTERM)" in said and "SupersessionWarning" not in said
     finally:
         stop_process_group(proc)
     assert proc.returncode is not None
+
+
+def _group_left(pgid: int, wait_s: float = 10) -> list[str]:
+    """The processes still in a process group after up to ``wait_s`` seconds (their command lines)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = []
+        for proc_dir in Path("/proc").iterdir():
+            if proc_dir.name.isdigit():
+                try:
+                    stat = (proc_dir / "stat").read_text()
+                    if int(stat.rsplit(")", 1)[1].split()[2]) == pgid and stat.rsplit(")", 1)[1].split()[0] != "Z":
+                        left.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+                except (OSError, ValueError, IndexError):
+                    continue
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 @pytest.mark.slow

@@ -393,9 +393,65 @@ def ui(
         env.setdefault(offline, "1")
     # -d: this folder, so an `mmkg init` project loads the installed pipelines (the checkout's own, there)
     # the module's name is the location's: the one the CLI's runs name (pipelines.build.code_location_origin)
-    cmd = [sys.executable, "-m", "dagster", "dev", "-m", CODE_LOCATION, "-d", str(Path.cwd()),
-           "-h", host, "-p", str(port)]  # fmt: skip
+    # -W: `dagster dev` warns that it is superseded by `dg dev`, which needs a dg project layout this one has not
+    cmd = [sys.executable, "-W", "ignore:Function `dev_command` is superseded:FutureWarning", "-m", "dagster", "dev",
+           "-m", CODE_LOCATION, "-d", str(Path.cwd()), "-h", host, "-p", str(port)]  # fmt: skip
     console.print(f"Dagster UI on [bold]http://{host}:{port}[/] (DAGSTER_HOME={home}); Ctrl-C stops it")
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, cmd, env)  # dagster dev takes this process: Ctrl-C and signals reach it
+    raise typer.Exit(_supervise(cmd, env))
+
+
+class _Stop(Exception):
+    pass
+
+
+def _supervise(cmd: list[str], env: dict[str, str], grace_s: float = 10.0) -> int:
+    """Run ``cmd`` (dagster dev: a webserver, a daemon and their code servers) in a process group of its own until
+    it ends, or until this process gets SIGINT, SIGTERM or SIGHUP: then the whole group gets SIGINT (dagster dev's
+    own shutdown), SIGTERM after ``grace_s`` and SIGKILL after as long again, so no process is left behind.
+
+    Not exec'd in place: started in the background (``mmkg ui &``), a shell has SIGINT ignored, and dagster dev
+    then ignored SIGINT and SIGTERM alike, leaving five processes to kill one by one. The handlers are set before
+    the child starts, so it gets the default dispositions rather than the ignored one."""
+    import signal
+    import subprocess
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stop(signal.Signals(signum).name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    try:
+        return proc.wait()
+    except _Stop as why:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                continue
+            if _group_gone(proc.pid):
+                break
+        err_console.print(f"stopped the Dagster UI ({why})")
+        return 0
+
+
+def _group_gone(pgid: int) -> bool:
+    """No process is left in process group ``pgid`` (dagster dev's children can outlive it for a moment)."""
+    import time
+
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False  # still there after 5 s: the caller sends the next, stronger signal
