@@ -502,9 +502,16 @@ def test_web_page_asks_cites_overlays_and_draws_the_graph(server: Server):
             page.click("#ask")
             page.wait_for_function("document.querySelector('#short-answer')?.textContent.startsWith('STS-93')",
                                    timeout=60_000)  # fmt: skip
-            assert page.inner_text("#reading mark") == "STS-93"  # the span, marked in its sentence
             assert "confidence" in page.inner_text("#short-answer")
-            cite = page.locator(f"#answer a.cite[data-label='{support['label']}']").first
+            # the answer once, with its citations (it showed in a heading, a box, "Supporting evidence" and quotes);
+            # the reasoning, without the reader's internal scores, behind "why"
+            assert page.inner_text("#answer-box").count("STS-93") == 1, page.inner_text("#answer-box")
+            assert page.locator("#answer").is_hidden()  # the extractive text only repeated the short answer
+            page.click("#reading details.why summary")
+            assert page.inner_text("#reading mark") == "STS-93"  # the span, marked in its sentence
+            reason = page.inner_text("#reading details.why")
+            assert "asks for a" in reason and "relation 0." not in reason and "sentence 1.00" not in reason
+            cite = page.locator(f"#short-answer a.cite[data-label='{support['label']}']").first
             cite.wait_for(timeout=60_000)
             page.locator(f"#ev-{support['label']} mark.support").first.wait_for(timeout=60_000)
             assert "score 0.000" not in page.inner_text("#evidence")  # cited chunks have no retrieval score

@@ -1004,7 +1004,6 @@ class Reader:
         elif vtype == "date" and q.focus == "year" and (year := YEAR.search(text)):
             text = year.group(0)  # "what year" asks for the year: not "about 1954", "the summer of 1954"
         conf = self._confidence(cands)
-        why = ", ".join(f"{k} {v:.2f}" for k, v in top.features.items() if v)
         support = [Support(top.evidence, top.sentence, top.start, top.end)]
         home = next((x for x in sentences if x.label == top.evidence and x.text == top.sentence), None)
         if home is not None and home.prev and _CONTINUES.match(home.text) and top.features.get("relation", 0) > 0:
@@ -1016,7 +1015,7 @@ class Reader:
             via = f" of {bridge.text}, the {q.bridge} the question names,"
         return ShortAnswer(
             text, q.answer_type, conf, method="span", support=support, candidates=list(cands[:5]),
-            reason=f"the best-scored {vtype}{via} in the evidence ({why})",
+            reason=f"the evidence's best-scored candidate{via} for a question that asks for a {vtype}",
         )  # fmt: skip
 
     def _arithmetic(self, q: QuestionAnalysis, evidence: Sequence[Evidence], result: RetrievalResult | None,

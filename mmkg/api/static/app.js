@@ -183,36 +183,47 @@ function showAnswer(text, citations) {
   $("answer-box").hidden = false;
 }
 
-// The reader's short answer (no model needed): the answer, its confidence, the sentence that supports it with
-// the answer's span marked (character offsets from the server), and the graph path that led there.
+// The answer, once: the reader's short answer with its citations and confidence (no model needed); the text a
+// writing model produced only when it says more than that; and behind "why", the supporting sentences with the
+// answer marked, the graph path and the reader's reason. A declined answer leads with the sentence to check
+// instead, outside the disclosure, and marks its best guess as one.
+function quote(sup, i) {
+  const q = el("blockquote", {});
+  const s = sup.sentence || "";
+  if (sup.start >= 0 && sup.end > sup.start && sup.end <= s.length) {
+    q.append(s.slice(0, sup.start), el("mark", {}, s.slice(sup.start, sup.end)), s.slice(sup.end));
+  } else q.append(s);
+  q.append(" ", citeLink(sup.label, `[${sup.label}]`, i));
+  return q;
+}
+
 function showReading(data) {
   const short = $("short-answer"), box = $("reading");
   const reading = data.reading || {};
+  const support = (reading.support || []).slice(0, 2);
   short.hidden = box.hidden = !data.short_answer;
+  // a model's own text is shown when it wrote one; the extractive backend's text only repeats the short answer
+  $("answer").hidden = Boolean(data.short_answer) && data.backend === "extractive";
   if (!data.short_answer) return;
   const type = (data.answer_type || "").replace("_", "/");
   const by = reading.model ? `, read by ${reading.model}` : "";
   const conf = el("span", { class: "conf" }, `${type}, confidence ${Number(data.confidence || 0).toFixed(2)}${by}`);
+  const cites = [...new Set(support.map((sup) => sup.label))].flatMap((n, i) => [" ", citeLink(n, `[${n}]`, i)]);
+  box.replaceChildren();
   if (reading.abstained && reading.guess) {
     // low confidence: lead with what a person can check, the sentence below; the guess is marked as one
     short.replaceChildren("Not stated: check the cited sentence", conf,
       el("span", { class: "guess" }, ` best guess: ${reading.guess}`));
-  } else short.replaceChildren(data.short_answer, conf);
-  box.replaceChildren();
-  for (const [i, sup] of (reading.support || []).slice(0, 2).entries()) {
-    const q = el("blockquote", {});
-    const s = sup.sentence || "";
-    if (sup.start >= 0 && sup.end > sup.start && sup.end <= s.length) {
-      q.append(s.slice(0, sup.start), el("mark", {}, s.slice(sup.start, sup.end)), s.slice(sup.end));
-    } else q.append(s);
-    q.append(" ", citeLink(sup.label, `[${sup.label}]`, i));
-    box.append(q);
-  }
+    for (const [i, sup] of support.entries()) box.append(quote(sup, i));
+  } else short.replaceChildren(data.short_answer, ...cites, conf);
+  const why = el("details", { class: "why" }, el("summary", {}, "why"));
+  if (!reading.abstained) for (const [i, sup] of support.entries()) why.append(quote(sup, i));
   for (const step of reading.path || []) {
-    box.append(el("p", { class: "path" }, `${step.subject} → ${step.predicate} → ${step.object}` +
+    why.append(el("p", { class: "path" }, `${step.subject} → ${step.predicate} → ${step.object}` +
       (step.label ? ` [${step.label}]` : "")));
   }
-  if (reading.reason) box.append(el("p", { class: "dim" }, reading.reason));
+  if (reading.reason) why.append(el("p", { class: "dim" }, reading.reason));
+  if (why.children.length > 1) box.append(why);
 }
 
 // -- the graph around the evidence ----------------------------------------------------------------------------
@@ -443,6 +454,7 @@ async function expandNode(node, button) {
 // last request, and an error is never shown above the result of an earlier one.
 function clearResults() {
   $("answer").replaceChildren();
+  $("answer").hidden = false;  // the streamed text shows while it comes; showReading hides a repeat of the answer
   $("short-answer").replaceChildren();
   $("reading").replaceChildren();
   $("evidence").replaceChildren();
