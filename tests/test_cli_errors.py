@@ -7,6 +7,7 @@ framed box under the usage text. With ``--json`` the error is a JSON object on s
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,15 @@ def test_eval_sample_runs_from_any_folder(where: Path, art):
     assert out.exit_code == 0, out.output
     assert "file not found" not in out.output and (where / "results" / "answers.json").is_file()
     assert json.loads((where / "results" / "answers.json").read_text())["n"] == 10
+
+
+def test_help_lists_the_commands_in_the_order_of_a_first_hour():
+    from mmkg.cli.common import COMMAND_PANELS
+
+    out = subprocess.run([sys.executable, "-m", "mmkg.cli", "--help"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COLUMNS": "100"})  # fmt: skip
+    listed = [line.split()[1] for line in out.stdout.splitlines() if line.startswith("│ ") and line.split()[1:2]
+              and line.split()[1] in COMMAND_PANELS]  # fmt: skip
+    assert listed == list(COMMAND_PANELS), out.stdout
+    headings = list(dict.fromkeys(COMMAND_PANELS.values()))
+    assert [h for h in headings if f"─ {h} ─" in out.stdout] == headings

@@ -157,10 +157,25 @@ def test_mg2_results_carry_graph_evidence(idx: Index):
 
 def test_cli_lists_strategies_and_queries_with_one(art: ArtCorpus):
     runner = CliRunner()
-    out = runner.invoke(app, ["strategies"])
+    out = runner.invoke(app, ["strategies"])  # the overview: a few lines each (it printed 191)
     assert out.exit_code == 0, out.output
-    for word in ("mg2", "mkg", "doc_top_k", "graph_top_k", "neighbor_threshold", "entity_seed_weight"):
+    assert len(out.output.splitlines()) <= 45 and all(f"mmkg strategies {n}" in out.output for n in STRATEGIES)
+    out = runner.invoke(app, ["strategies", "mkg"])
+    assert out.exit_code == 0, out.output
+    for word in ("doc_top_k", "graph_top_k", "neighbor_threshold"):
         assert word in out.output
+    # mg2's default preset, auto, picks default or longdoc per query: both presets' values are shown, not one
+    out = runner.invoke(app, ["strategies", "mg2", "--json"])
+    (mg2,) = json.loads(out.stdout)
+    assert mg2["routes"] == {"auto": ["default", "longdoc"]}
+    seed = next(p for p in mg2["params"] if p["name"] == "entity_seed_weight")
+    assert seed["presets"]["default"] != seed["presets"]["longdoc"]
+    out = runner.invoke(app, ["strategies", "mg2"], terminal_width=200)
+    row = next(line for line in out.output.splitlines() if line.split()[:1] == ["entity_seed_weight"])
+    assert row.split()[1:3] == [str(seed["presets"]["default"]), str(seed["presets"]["longdoc"])], row
+    assert "auto picks default or longdoc" in " ".join(out.output.split())
+    out = runner.invoke(app, ["strategies", "hipporag"])
+    assert out.exit_code == 2 and "no strategy 'hipporag'" in out.output
     index = str(art.data / "index")
     out = runner.invoke(app, ["query", QUESTION, "--strategy", "mkg", "--param", "graph_top_k=1", "--json",
                               "--index", index])  # fmt: skip

@@ -391,22 +391,51 @@ def ask(
 
 
 @app.command()
-def strategies(as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False) -> None:
-    """The retrieval strategies a query can use: what each does, its presets, parameters and defaults."""
+def strategies(
+    name: Annotated[str | None, typer.Argument(help="One strategy: its parameters and each preset's values.")] = None,
+    preset: Annotated[
+        list[str] | None, typer.Option("--preset", help="Show these presets' values (repeatable; default: the "
+                                                        "default preset, or the presets it picks among).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """The retrieval strategies a query can use: one line each; with a NAME, its parameters and presets' values."""
     from mmkg.retrieval import describe
 
     info = describe()
+    if name is not None:
+        info = [s for s in info if s["name"] == name]
+        if not info:
+            err_console.print(f"[red]error:[/] no strategy {name!r}; known: {', '.join(s['name'] for s in describe())}")
+            raise typer.Exit(2)
     if as_json:
         print(json.dumps(info, indent=2, default=str))
         return
-    for s in info:
-        console.print(f"\n[bold]{s['name']}[/]  [dim]answers {', '.join(s['modalities'])}; presets: "
-                      f"{', '.join(s['presets'])} (default {s['default_preset']})[/]")  # fmt: skip
-        console.print(s["summary"])
-        t = Table(show_header=True, box=None, padding=(0, 1))
-        for col in ("parameter", "default", "meaning"):
-            t.add_column(col)
-        for p in s["params"]:
-            t.add_row(p["name"], str(p["default"]), p["doc"])
-        console.print(t)
-    console.print('\nUse: mmkg query "..." --strategy NAME[:PRESET] --param NAME=VALUE')
+    if name is None:  # the overview: what each is, in a few lines (the parameters behind `mmkg strategies NAME`)
+        for s in info:
+            others = ", ".join(p for p in s["presets"] if p != s["default_preset"]) or "no other"
+            console.print(f"\n[bold]{s['name']}[/] (default preset {s['default_preset']}; also {others})")
+            console.print(f"  {s['summary']}", highlight=False)
+            console.print(f"  [dim]{len(s['params'])} parameters: mmkg strategies {s['name']}[/]")
+        console.print('\nUse: mmkg query "..." --strategy NAME[:PRESET] --param NAME=VALUE')
+        return
+    s = info[0]
+    shown = preset or s["routes"].get(s["default_preset"]) or [s["default_preset"]]
+    if unknown := [p for p in shown if p not in s["presets"]]:
+        err_console.print(f"[red]error:[/] {s['name']} has no preset {', '.join(map(repr, unknown))}; presets: "
+                          f"{', '.join(s['presets'])}")  # fmt: skip
+        raise typer.Exit(2)
+    console.print(f"[bold]{s['name']}[/]: {s['summary']}", highlight=False)
+    console.print(f"presets: {', '.join(s['presets'])}; default {s['default_preset']}")
+    for p, among in s["routes"].items():
+        console.print(f"{p} picks {' or '.join(among)} for each query: its values are those of the one it picks")
+    t = Table(show_header=True, box=None, padding=(0, 1))
+    t.add_column("parameter")
+    for p in shown:
+        t.add_column(p)
+    t.add_column("what it does")
+    for param in s["params"]:
+        values = [str(param["presets"][p]) for p in shown]
+        t.add_row(param["name"], *values, param["doc"])
+    console.print(t)
+    console.print(f'\nUse: mmkg query "..." --strategy {s["name"]}:PRESET --param NAME=VALUE')

@@ -357,6 +357,7 @@ class MG2:
     # "auto" routes each query to default or longdoc (``route``); its entry stands for default's parameters
     presets: ClassVar[dict[str, Preset]] = {AUTO: PRESETS["default"], **PRESETS}
     default_preset: ClassVar[str] = AUTO
+    routes: ClassVar[dict[str, tuple[str, ...]]] = {AUTO: ("default", "longdoc")}  # for mmkg strategies
     evidence_entities: ClassVar[int] = 10  # entities with the most relevance reported as graph evidence
 
     def __init__(self, params: Preset | None = None, preset: str | None = None, engine: str | None = None):

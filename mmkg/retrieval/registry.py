@@ -143,11 +143,14 @@ def refused_from_clients(spec: str | None, changes: dict[str, Any]) -> list[str]
 
 
 def describe() -> list[dict[str, Any]]:
-    """Every strategy with its summary, modalities, presets and parameters (defaults of its default preset)."""
+    """Every strategy with its summary, modalities, presets and parameters: ``default`` is the default preset's
+    value, ``presets`` each preset's. ``routes`` names, for a preset that picks another per query (mg2's
+    ``auto``), the presets it picks among: its own values stand for the first one only."""
     out = []
     for name, cls in STRATEGIES.items():
         default = cls.presets[cls.default_preset]
         server = {f.name: f.metadata["server"] for f in fields(default) if "server" in f.metadata}
+        values = {p: {f.name: getattr(preset, f.name) for f in fields(preset)} for p, preset in cls.presets.items()}
         out.append(
             {
                 "name": name,
@@ -155,8 +158,10 @@ def describe() -> list[dict[str, Any]]:
                 "modalities": sorted(cls.modalities),
                 "presets": list(cls.presets),
                 "default_preset": cls.default_preset,
+                "routes": {p: list(r) for p, r in getattr(cls, "routes", {}).items()},
                 "params": [
-                    {"name": n, "type": t, "default": d, "doc": doc, "server": server.get(n)}
+                    {"name": n, "type": t, "default": d, "doc": doc, "server": server.get(n),
+                     "presets": {p: values[p].get(n) for p in cls.presets}}
                     for n, t, d, doc in type(default).describe(default)
                 ],
             }
