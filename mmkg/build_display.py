@@ -262,6 +262,9 @@ class BuildDisplay:
         top.add_column(no_wrap=True, justify="right")  # runs done / runs
         top.add_column(no_wrap=True, style="yellow")  # elapsed
         done, total = position if position else (0, None)
+        if total and done >= total:  # every run ended: the ✓ lines say it all, no row of a step that is over
+            yield Group()
+            return
         top.add_row(self._spinner.render(now), Text(label, style="bold"),
                     ProgressBar(total=total, completed=_completed(done, total, steps_done, steps_in_run),
                                 animation_time=now),

@@ -81,6 +81,10 @@ def test_the_bar_moves_with_the_steps_of_the_running_run():
     assert display.progress() == (1.5, 2)
     display.done("publish_index", 2.0)
     assert display.progress() == (2, 2)
+    # the live rows end with the last run: no frame shows "✓ published" under a step that still seems to run
+    said = display.console.export_text(clear=True)  # what done() printed: the ✓ lines
+    assert "✓ published in 0:02.0" in said
+    assert not "".join(render(display)).strip()
 
 
 def test_the_timers_advance_without_new_events():
