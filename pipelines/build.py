@@ -95,12 +95,14 @@ def dagster_home(data_root: Path) -> Path:
     home = (data_root / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    shipped = INSTANCE_CONFIG.read_bytes()
+    shipped = instance_config()
     marker = home / SHIPPED_MARKER
     current = config.read_bytes() if config.exists() else b""
     if not current.strip() or (current != shipped and _sha256(current) in _shipped_before(marker)):
         write_bytes(config, shipped)  # a user's own config is never replaced
-        write_bytes(marker, f"{_sha256(shipped)}\n".encode())
+        # every variant written here (SQLite, PostgreSQL) stays recognised as mmkg's, so either replaces the other
+        recorded = [h for h in _shipped_before(marker) - _SHIPPED_BEFORE if h != _sha256(shipped)]
+        write_bytes(marker, "".join(f"{h}\n" for h in [_sha256(shipped), *recorded]).encode())
         if current.strip():
             _log.info("%s: replaced the instance config an earlier mmkg shipped with the current one", config)
     elif current == shipped:
@@ -111,6 +113,34 @@ def dagster_home(data_root: Path) -> Path:
     return home
 
 
+POSTGRES_URL_VAR = "MMKG_DAGSTER_POSTGRES_URL"
+#: appended to the shipped config while MMKG_DAGSTER_POSTGRES_URL is set: runs, event logs and schedules in
+#: PostgreSQL. The URL stays in the environment (it may hold a password), never in the file.
+POSTGRES_STORAGE = f"""
+# Storage: PostgreSQL, at the URL in ${POSTGRES_URL_VAR} (mmkg writes this block while that variable is set, and
+# takes it out when it is not; every process of the data root needs the variable then)
+storage:
+  postgres:
+    postgres_url:
+      env: {POSTGRES_URL_VAR}
+""".encode()
+
+
+def instance_config() -> bytes:
+    """The instance config mmkg ships for a data root: ``pipelines/dagster.yaml``, with PostgreSQL storage
+    (``POSTGRES_STORAGE``) when ``MMKG_DAGSTER_POSTGRES_URL`` is set."""
+    shipped = INSTANCE_CONFIG.read_bytes()
+    url = os.environ.get(POSTGRES_URL_VAR, "").strip()
+    if not url:
+        return shipped
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if scheme != "postgresql+psycopg2":
+        # SQLAlchemy 2.1 reads postgresql:// as psycopg 3; dagster-postgres installs psycopg2
+        raise ValueError(f"{POSTGRES_URL_VAR} starts with {scheme + '://' if scheme else 'no scheme'}: write it as "
+                         "postgresql+psycopg2://USER[:PASSWORD]@HOST:PORT/DATABASE (the driver dagster-postgres uses)")
+    return shipped + POSTGRES_STORAGE
+
+
 def instance_config_note(home: Path) -> str:
     """What an instance config a user edited lacks of the shipped one, in words ("" when nothing, or when the
     config is the shipped one)."""
@@ -119,7 +149,7 @@ def instance_config_note(home: Path) -> str:
         own = config.read_bytes()
     except OSError:
         return ""
-    shipped = INSTANCE_CONFIG.read_bytes()
+    shipped = instance_config()
     missing = _missing_settings(own, shipped) if own != shipped else []
     if not missing:
         return ""
