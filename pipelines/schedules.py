@@ -35,6 +35,7 @@ from dagster import (
 from assets.partitions import corpus_partitions
 from pipelines.jobs import reindex_job
 from pipelines.sensors import (
+    AUTOMATION,
     active_runs,
     asset_keys,
     corpus_partition_sensor,
@@ -53,7 +54,7 @@ REINDEX_TIMEZONE = os.environ.get("MMKG_REINDEX_TIMEZONE", "UTC")
     job=reindex_job,
     cron_schedule=REINDEX_CRON,
     execution_timezone=REINDEX_TIMEZONE,
-    default_status=DefaultScheduleStatus.STOPPED,
+    default_status=DefaultScheduleStatus.RUNNING if AUTOMATION else DefaultScheduleStatus.STOPPED,
     description="Incremental re-index: registers new folders, deletes removed ones, runs only the partitions whose "
     "files changed since they were indexed, and publishes when the index is behind (MMKG_REINDEX_CRON).",
 )

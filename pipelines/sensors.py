@@ -54,6 +54,10 @@ ACTIVE = [
     DagsterRunStatus.CANCELING,
 ]
 SENSOR_INTERVAL_S = int(os.environ.get("MMKG_CORPUS_SENSOR_INTERVAL", "60"))
+# MMKG_AUTOMATION=on (what `mmkg deploy up` sets for its code server): the sensors and the schedule start on, so a
+# daemon re-indexes by itself; otherwise they start off and are switched on in the UI
+AUTOMATION = os.environ.get("MMKG_AUTOMATION", "off").strip().lower() in ("on", "1", "true", "yes")
+SENSOR_STATUS = DefaultSensorStatus.RUNNING if AUTOMATION else DefaultSensorStatus.STOPPED
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,7 @@ def _cursor(raw: str | None) -> dict[str, str] | None:
 @sensor(
     job=partition_job,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
-    default_status=DefaultSensorStatus.STOPPED,
+    default_status=SENSOR_STATUS,
     description="Watches the corpus root: new folder -> new dynamic partition and a run; changed files -> a run "
     "for that partition only; removed folder -> the dynamic partition is deleted (the next publish drops it).",
 )
@@ -130,7 +134,7 @@ def corpus_partition_sensor(context: SensorEvaluationContext, corpus: CorpusReso
 @sensor(
     job=publish_job,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
-    default_status=DefaultSensorStatus.STOPPED,
+    default_status=SENSOR_STATUS,
     description="Publishes a new index version once partition runs have finished: partitions materialized since "
     "the last publish, or partitions deleted that the index still holds.",
 )

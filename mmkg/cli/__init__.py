@@ -6,7 +6,8 @@
 - ``index``: ``mmkg init``, ``mmkg index build / update / status / info / versions / verify / rollback / gc``
   and ``mmkg ui`` (the ones that build import the Dagster pipelines, lazily: reading commands do not);
 - ``data``: ``mmkg sql``, ``mmkg graph export``;
-- ``evaluate``: ``mmkg eval twowiki / mmlongbench / sample / compare``.
+- ``evaluate``: ``mmkg eval twowiki / mmlongbench / sample / compare``;
+- ``deploy``: ``mmkg deploy up / status / down`` (``pipelines.deploy``: the production topology).
 
 Each command module registers its commands on ``app`` when imported; ``mmkg.cli.main`` imports them all.
 """

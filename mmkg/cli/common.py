@@ -73,7 +73,7 @@ class _OneLineErrors(TyperGroup):
 COMMAND_PANELS = {
     "init": "Make an index", "index": "Make an index", "ui": "Make an index",
     "query": "Ask it", "ask": "Ask it", "strategies": "Ask it",
-    "serve": "Share it", "sql": "Share it", "graph": "Share it",
+    "serve": "Share it", "sql": "Share it", "graph": "Share it", "deploy": "Share it",
     "eval": "Measure it",
 }  # fmt: skip
 
