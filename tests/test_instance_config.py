@@ -157,3 +157,20 @@ def test_a_partition_run_claims_its_partition_before_it_runs(tmp_path: Path):
             _claim(instance, late, "b", tmp_path)
         assert instance.get_run_by_id(late.run_id).status == DagsterRunStatus.CANCELED
         assert instance.get_run_by_id(ui.run_id).status == DagsterRunStatus.STARTED
+
+
+def test_postgres_storage_follows_the_variable_and_a_plain_url_is_refused(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+    """MMKG_DAGSTER_POSTGRES_URL adds the storage block (the URL itself stays in the environment); without it the
+    SQLite config comes back; a postgresql:// URL is refused with the form to write."""
+    import yaml
+
+    monkeypatch.setenv("MMKG_DAGSTER_POSTGRES_URL", "postgresql+psycopg2://mmkg:secret@127.0.0.1:5432/mmkg")
+    config = (dagster_home(tmp_path) / "dagster.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(config)["storage"] == {"postgres": {"postgres_url": {"env": "MMKG_DAGSTER_POSTGRES_URL"}}}
+    assert "secret" not in config
+    monkeypatch.delenv("MMKG_DAGSTER_POSTGRES_URL")
+    assert (dagster_home(tmp_path) / "dagster.yaml").read_bytes() == INSTANCE_CONFIG.read_bytes()
+    monkeypatch.setenv("MMKG_DAGSTER_POSTGRES_URL", "postgresql://mmkg@127.0.0.1/mmkg")
+    with pytest.raises(ValueError, match=r"postgresql\+psycopg2://USER\[:PASSWORD\]@HOST:PORT/DATABASE"):
+        dagster_home(tmp_path)

@@ -340,7 +340,11 @@ def index_status(corpus: CorpusOption = None, data_root: DataRootOption = None,
         err_console.print(f"[red]error:[/] index status reads the Dagster instance; the project's pipelines are "
                       f"missing ({exc})")  # fmt: skip
         raise typer.Exit(2) from exc
-    status = status_of(corpus, data_root)
+    try:
+        status = status_of(corpus, data_root)
+    except ValueError as exc:  # the instance's configuration (a bad MMKG_DAGSTER_POSTGRES_URL) or its records
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
     if as_json:
         print(json.dumps(status, indent=2, default=str))
         return
