@@ -160,9 +160,10 @@ def instance_config_note(home: Path) -> str:
 #: beside a home's ``dagster.yaml``: the sha256 of the shipped config written there, so a later release knows the
 #: copy is untouched and may replace it
 SHIPPED_MARKER = ".mmkg-shipped-config"
-#: the sha256 of each ``pipelines/dagster.yaml`` released before the marker existed (commits c666fdc, 1b84469,
-#: 35ae4d7)
+#: the sha256 of each ``pipelines/dagster.yaml`` released before (commits c666fdc, 1b84469, 35ae4d7, and the one
+#: before run monitoring looked every 20 s): an untouched copy of any of them is replaced by the current one
 _SHIPPED_BEFORE = frozenset({
+    "797db5281d57b3cb6c63875a40ed73d56e5b9574a8c96aa0c9abbc3c54ad5e12",
     "ec8eb1bd05a2a6baa31a38a5217be806c3b6143a33e92098b69bc8396c433ea9",
     "f81bf3e2d45c9a425aa4ffeecfd9a14d1818e19b19a6b0ff654b6b7631f29939",
     "ef5ffbeae1e305a10087847107e2706ec5cf3d0f9ae07e1b9b0ae37f0b0a870c",

@@ -94,6 +94,31 @@ def _cursor(raw: str | None) -> dict[str, str] | None:
     return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
 
 
+RETRIES = int(os.environ.get("MMKG_SENSOR_RETRIES", "2"))
+
+
+def _failed(instance: DagsterInstance, fingerprints: dict[str, str]) -> set[str]:
+    """Partitions whose latest run failed with these very files (the fingerprint the run was asked for), fewer than
+    ``RETRIES`` + 1 times: the corpus sensor asks for them again (it would not otherwise: their files did not
+    change since its last look)."""
+    if not fingerprints or RETRIES <= 0:
+        return set()
+    records = instance.get_run_records(RunsFilter(tags={"dagster/partition": list(fingerprints)}),
+                                       limit=20 * len(fingerprints))  # fmt: skip
+    latest: dict[str, DagsterRunStatus] = {}
+    failures: dict[str, int] = {}
+    for record in records:  # newest first
+        run = record.dagster_run
+        p = run.tags.get("dagster/partition")
+        if p not in fingerprints:
+            continue
+        latest.setdefault(p, run.status)
+        if run.status == DagsterRunStatus.FAILURE and run.tags.get(FINGERPRINT_TAG) == fingerprints[p]:
+            failures[p] = failures.get(p, 0) + 1
+    failed = {p for p, status in latest.items() if status == DagsterRunStatus.FAILURE}
+    return {p for p in failed if 0 < failures.get(p, 0) <= RETRIES}
+
+
 @sensor(
     job=partition_job,
     minimum_interval_seconds=SENSOR_INTERVAL_S,
@@ -112,6 +137,12 @@ def corpus_partition_sensor(context: SensorEvaluationContext, corpus: CorpusReso
     # Changed since the last tick, or not in the cursor (first tick, registered by someone else): the
     # instance decides, so a partition the schedule or a manual run already re-indexed is not run twice.
     candidates = {p: current[p] for p in kept if seen.get(p) != current[p]}
+    # A run that failed (its worker killed, the instance's database gone for a while) is asked for again, up to
+    # RETRIES times for the same files, and never while a run of the partition is queued or going.
+    retry = _failed(context.instance, {p: current[p] for p in kept if p not in candidates})
+    if retry:
+        retry -= active_runs(context.instance).partitions
+    candidates |= {p: current[p] for p in retry}
     reasons |= stale_partitions(context.instance, candidates) if candidates else {}
     requests = [
         RunRequest(partition_key=p, tags={REASON_TAG: reasons[p], FINGERPRINT_TAG: current[p], TRIGGER_TAG: "sensor"})

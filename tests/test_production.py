@@ -55,7 +55,7 @@ class Deployed:
 
         srv = Server(self.serve, None, Path("/dev/null"))  # type: ignore[arg-type]
         code, res = srv.json("POST", "/query", {"text": QUESTION, "k": 3})
-        return json.dumps(res) if code == 200 else ""
+        return " ".join(c["text"] for c in res["chunks"]) if code == 200 else ""  # the chunks' text, not the echo
 
     def wait_served(self, present: bool, timeout: float = 300) -> float:
         """Seconds until the served answer does (or no longer does) hold the fact."""
@@ -170,6 +170,95 @@ def test_the_daemon_killed_mid_run_is_started_again_and_the_change_published_onc
     with psycopg2.connect(_libpq(deployed.cluster.url)) as con, con.cursor() as cur:
         cur.execute("SELECT count(*) FROM runs WHERE status IN ('STARTED', 'QUEUED', 'STARTING')")
         assert cur.fetchone()[0] == 0  # nothing left hanging
+
+
+def _started_run(deployed: Deployed, seen: int, timeout: float = 120) -> str:
+    """The id of the first run after the first ``seen`` that is STARTED."""
+    import psycopg2
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with psycopg2.connect(_libpq(deployed.cluster.url)) as con, con.cursor() as cur:
+            cur.execute("SELECT run_id, status FROM runs ORDER BY id OFFSET %s", (seen,))
+            started = [run_id for run_id, status in cur.fetchall() if status == "STARTED"]
+        if started:
+            return started[0]
+        time.sleep(0.5)
+    raise AssertionError("no run started")
+
+
+def _edit(deployed: Deployed, sentence: str) -> None:
+    doc = deployed.project / "corpus" / "space" / "hubble_space_telescope.md"
+    doc.write_text(doc.read_text(encoding="utf-8") + f"\n\n{sentence}\n", encoding="utf-8")
+
+
+def _served(deployed: Deployed, word: str, timeout: float = 400) -> float:
+    from test_api import Server
+
+    srv = Server(deployed.serve, None, Path("/dev/null"))  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        code, res = srv.json("POST", "/query", {"text": f"{word} telescope", "k": 5})
+        if code == 200 and any(word in c["text"] for c in res["chunks"]):  # not the query, echoed in the result
+            return time.monotonic() - t0
+        time.sleep(2)
+    raise AssertionError(f"{word!r} was not served in {timeout} s; deploy status:\n"
+                         f"{deployed.mmkg('deploy', 'status').stdout}")  # fmt: skip
+
+
+def test_a_run_worker_killed_mid_step_fails_and_the_sensor_asks_again(deployed: Deployed):
+    """Run monitoring fails the run whose worker got SIGKILL; the corpus sensor asks for the partition again (its
+    files did not change since its last look, so it would not otherwise), and the change is served."""
+    seen = len(_runs(deployed.cluster.url))
+    _edit(deployed, "The telescope's spare mirror was polished by Quillon Varga in Danbury.")
+    _started_run(deployed, seen)
+    workers = _run_workers(deployed.state()["processes"]["code_server"]["pid"])
+    assert len(workers) == 1, workers
+    os.kill(workers[0], signal.SIGKILL)
+    took = _served(deployed, "Quillon")
+    runs = _runs(deployed.cluster.url)[seen:]
+    assert ("index_partition", "FAILURE", "sensor") in runs and ("index_partition", "SUCCESS", "sensor") in runs, runs
+    deployed.measured["run_worker_killed"] = {"served_after_s": round(took, 1)}
+    assert "all as published" in deployed.mmkg("index", "verify").stdout
+
+
+def test_postgres_stopped_during_a_run_then_started_again(deployed: Deployed):
+    """The database goes away mid-run and comes back: the deployment recovers (`mmkg deploy up` starts again
+    whatever died of it) and the change is published and served; the index verifies."""
+    seen = len(_runs(deployed.cluster.url))
+    _edit(deployed, "Its sunshade was stitched by Ottoline Brask of Kiruna.")
+    _started_run(deployed, seen)
+    deployed.cluster.stop()
+    time.sleep(10)
+    deployed.cluster.start()
+    out = deployed.mmkg("deploy", "up", check=False, timeout=300)
+    assert out.returncode == 0 or "is running" in out.stderr, out.stdout + out.stderr
+    took = _served(deployed, "Ottoline")
+    deployed.measured["postgres_outage"] = {"outage_s": 10, "served_after_restart_s": round(took, 1),
+                                            "restarted": out.stdout.strip().splitlines()[:1]}  # fmt: skip
+    assert "all as published" in deployed.mmkg("index", "verify").stdout
+
+
+def _run_workers(code_server: int) -> list[int]:
+    """The processes running a run: the code server's gRPC API process starts each run in a process of its own
+    (multiprocessing's spawn), beside multiprocessing's resource tracker."""
+    procs = {int(p.name): p for p in Path("/proc").iterdir() if p.name.isdigit()}
+
+    def parent(pid: int) -> int:
+        try:
+            return int((procs[pid] / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, KeyError, IndexError, ValueError):
+            return -1
+
+    api = [pid for pid in procs if parent(pid) == code_server and "dagster api grpc" in _cmdline(procs[pid])]
+    return [pid for pid in procs if parent(pid) in api and "spawn_main" in _cmdline(procs[pid])]
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_down_stops_every_process_it_started(deployed: Deployed):
