@@ -299,9 +299,13 @@ def status(data_root: Path) -> dict:
             last = instance.get_ticks(st.instigator_origin_id, st.selector_id, limit=1)
             if last:
                 t = last[0]
+                # a tick that asked for nothing and gave no reason: Dagster says "Sensor function returned an empty
+                # result"; the corpus sensor returns that when no folder changed
+                skip = t.skip_reason or ""
+                skip = "no change" if skip.startswith("Sensor function returned an empty result") else skip
                 ticks.append({"sensor": st.instigator_name, "at": datetime.fromtimestamp(t.timestamp, UTC)
                               .isoformat(timespec="seconds"), "status": t.status.value, "runs": len(t.run_ids),
-                              "skip": t.skip_reason or ""})  # fmt: skip
+                              "skip": skip})  # fmt: skip
     beat = beats.get("SENSOR")
     return {**state, "processes": procs,
             "daemon_heartbeat": datetime.fromtimestamp(beat.timestamp, UTC).isoformat(timespec="seconds")

@@ -177,7 +177,7 @@ def index_status(corpus_root: Path | str, data_root: Path | str) -> dict:
     up_to_date = bool(published) and not behind and not publish_needed and not rolled_back
     if rolled_back:
         advice = (f"rolled back: CURRENT is {published['version']}, the newest publish is {newest}"
-                  + (f"; {', '.join(behind)} served as they were then" if behind else "")
+                  + (f"; served as then: {', '.join(behind)}" if behind else "")
                   + ". `mmkg index update` publishes the corpus as it is now; "
                   f"`mmkg index rollback {newest}` returns to the newest")  # fmt: skip
     elif behind:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from mmkg.generation.base import Evidence
 from mmkg.generation.calibration import Calibration
 from mmkg.generation.question import QuestionAnalysis, labels_for
-from mmkg.generation.reader import Candidate, Reader, ShortAnswer, Support, bare_title, decline, normalize
+from mmkg.generation.reader import Candidate, Reader, ShortAnswer, Support, bare_title, below, decline, normalize
 from mmkg.generation.spans import Span, spans
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ class ModelReader:
         out = replace(reading, text=text, confidence=confidence, abstained=False, guess="", support=support,
                       candidates=cands, reason=why, declined_for="", model=self.model.name)  # fmt: skip
         if confidence < cal.threshold:
-            decline(out, f"confidence {confidence:.2f} is below {cal.threshold:.2f}", keep_confidence=True)
+            decline(out, below(confidence, cal.threshold), keep_confidence=True)
         return out
 
 

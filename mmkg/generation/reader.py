@@ -696,7 +696,7 @@ class Reader:
         if off:  # "the governor as mentioned on the last page", read on the first
             decline(ans, off)
         if not ans.abstained and ans.method in THRESHOLDED and ans.confidence < self.min_confidence:
-            decline(ans, f"confidence {ans.confidence:.2f} is below {self.min_confidence:.2f}", keep_confidence=True)
+            decline(ans, below(ans.confidence, self.min_confidence), keep_confidence=True)
         return ans
 
     @staticmethod
@@ -1391,6 +1391,13 @@ def _spelled_support(sentences: Sequence[_Sentence], label: int, value: str) -> 
 
 def _fmt(value: float) -> str:
     return f"{round(value, 2):g}"
+
+
+def below(confidence: float, threshold: float) -> str:
+    """"confidence 0.29 is below 0.36", with a third decimal where two would print the same number twice ("0.359
+    is below 0.364", not "0.36 is below 0.36")."""
+    digits = 2 if f"{confidence:.2f}" != f"{threshold:.2f}" else 3
+    return f"confidence {confidence:.{digits}f} is below {threshold:.{digits}f}"
 
 
 def decline(ans: ShortAnswer, why: str, keep_confidence: bool = False) -> None:

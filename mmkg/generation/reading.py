@@ -24,7 +24,7 @@ from mmkg.generation import calibration
 from mmkg.generation.base import Evidence, GenerationError
 from mmkg.generation.model_reader import ModelReader, Option
 from mmkg.generation.question import QuestionAnalysis
-from mmkg.generation.reader import Reader, ShortAnswer, decline
+from mmkg.generation.reader import Reader, ShortAnswer, below, decline
 from mmkg.generation.support import enforce
 from mmkg.retrieval.results import RetrievalResult
 
@@ -88,5 +88,5 @@ def read(analysis: QuestionAnalysis, result: RetrievalResult | None, evidence: S
         conf = cal.rule_confidence(reading.method, reading.confidence)
         reading = replace(reading, confidence=conf)
         if conf < cal.threshold and reading.method in calibration.RULE_FAMILIES:
-            decline(reading, f"confidence {conf:.2f} is below {cal.threshold:.2f}", keep_confidence=True)
+            decline(reading, below(conf, cal.threshold), keep_confidence=True)
     return Reading(enforce(reading, evidence, analysis.options), rules, options, notes)
