@@ -8,7 +8,9 @@ Sentences are every k-th sentence of the sample corpus's Markdown files (heading
 that ``--sentences`` of them spread over all nine documents. Each is read by espeak-ng (English voice, 160 words a
 minute), transcribed by ``mmkg.ingest.asr.load_transcriber`` (the installed Whisper base unless ``--model``), and
 scored against its text: WER is the word-level edit distance over the reference's words after lower-casing and
-dropping punctuation, summed over all sentences. The real-time factor is transcription seconds over audio seconds.
+dropping punctuation, summed over all sentences, and again after Whisper's English normalizer (transformers'
+``EnglishTextNormalizer``: numbers as digits, spellings and contractions made one). The real-time factor is
+transcription seconds over audio seconds.
 """
 
 from __future__ import annotations
@@ -61,8 +63,14 @@ def main(
     if hasattr(asr, "beam_size"):
         asr.beam_size = beam
     rng = np.random.default_rng(0)
+    from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
+
+    # Whisper's own English normalizer (its paper's WER): numbers as digits ("nineteen ninety" -> 1990), British
+    # and American spellings alike, contractions spelled out; reported beside the plain lower-cased words
+    normalize = EnglishTextNormalizer({})
     errors = {"clean": 0, "noisy": 0}
-    total_words, audio_s, asr_s = 0, 0.0, 0.0
+    norm_errors = {"clean": 0, "noisy": 0}
+    total_words, norm_words, audio_s, asr_s = 0, 0, 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp) / "s.wav"
         for text in sentences(n):
@@ -71,6 +79,8 @@ def main(
             noise = rng.normal(0.0, np.sqrt(float(np.mean(clean**2)) / 10 ** (snr / 10)), clean.shape)
             ref = words(text)
             total_words += len(ref)
+            norm_ref = normalize(text).split()
+            norm_words += len(norm_ref)
             for name, audio in (("clean", clean), ("noisy", (clean + noise).astype(np.float32))):
                 t0 = time.perf_counter()
                 heard = " ".join(s.text for s in asr.transcribe(audio, SAMPLE_RATE))
@@ -78,12 +88,14 @@ def main(
                     asr_s += time.perf_counter() - t0
                     audio_s += clean.size / SAMPLE_RATE
                 errors[name] += Levenshtein.distance(ref, words(heard))
+                norm_errors[name] += Levenshtein.distance(norm_ref, normalize(heard).split())
                 if name == "clean" and words(heard) != ref:
                     print(f"  {text!r}\n    -> {heard!r}")
     print(f"\n{n} sentences, {total_words} words, {audio_s:.1f} s of speech; model {asr.name}")
-    print("| condition | WER |\n|---|---:|")
-    print(f"| clean | {errors['clean'] / total_words:.3f} |\n| white noise, {snr:g} dB SNR | "
-          f"{errors['noisy'] / total_words:.3f} |")  # fmt: skip
+    print("| condition | WER, lower-cased words | WER, Whisper's English normalizer |\n|---|---:|---:|")
+    print(f"| clean | {errors['clean'] / total_words:.3f} | {norm_errors['clean'] / norm_words:.3f} |\n"
+          f"| white noise, {snr:g} dB SNR | {errors['noisy'] / total_words:.3f} | "
+          f"{norm_errors['noisy'] / norm_words:.3f} |")  # fmt: skip
     print(f"real-time factor (clean): {asr_s / audio_s:.3f} ({asr_s:.1f} s for {audio_s:.1f} s)")
 
 

@@ -312,9 +312,10 @@ def status(data_root: Path) -> dict:
             if beat else None, "sensor_ticks": sorted(ticks, key=lambda t: t["sensor"])}  # fmt: skip
 
 
-def down(data_root: Path, timeout_s: float = 10.0, say: Callable[[str], None] = print) -> dict[str, str]:
+def down(data_root: Path, timeout_s: float = 7.0, say: Callable[[str], None] = print) -> dict[str, str]:
     """Stop every recorded process group: SIGTERM, then SIGKILL to what is left after ``timeout_s``; returns each
-    process's outcome ("stopped", "killed", "was not running") and forgets the deployment."""
+    process's outcome ("stopped", "killed", "was not running") and forgets the deployment. A killed group is
+    waited for (up to 2 s more), so what it returns has no process left."""
     data_root = Path(data_root).resolve()
     state = read_state(data_root)
     if state is None:
@@ -338,6 +339,9 @@ def down(data_root: Path, timeout_s: float = 10.0, say: Callable[[str], None] = 
         if name in waiting:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(procs[name]["pid"], signal.SIGKILL)
+            gone_by = time.monotonic() + 2
+            while _group_alive(procs[name]["pid"]) and time.monotonic() < gone_by:
+                time.sleep(0.05)
             outcome[name] = "killed"
         else:
             outcome[name] = "stopped"

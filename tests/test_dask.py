@@ -7,6 +7,7 @@ is rebuilt and executed inside a worker process and reports its events back thro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,14 +46,15 @@ class Cluster:
     procs: list[subprocess.Popen] = field(default_factory=list)
 
 
-@pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+@contextlib.contextmanager
+def _cluster(base: Path, extra_env: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """A scheduler and ``N_WORKERS`` workers started with the ``dask`` CLI, stopped on exit. ``extra_env`` goes to
+    every process (a worker opens the Dagster instance, so it needs e.g. ``MMKG_DAGSTER_POSTGRES_URL``)."""
     cli = _dask_cli()
     if cli is None:
         pytest.skip("the dask CLI is not installed (pip install distributed); cannot start a dask cluster")
     from dask.distributed import Client
 
-    base = tmp_path_factory.mktemp("dask")
     scheduler_file = base / "scheduler.json"
     env = {
         **os.environ,
@@ -60,6 +62,7 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         "HF_HUB_OFFLINE": "1",
         "YOLO_OFFLINE": "1",
         "OMP_NUM_THREADS": "1",
+        **(extra_env or {}),
     }
     procs: list[subprocess.Popen] = []
 
@@ -94,6 +97,12 @@ def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         for proc in reversed(procs):  # workers first, then the scheduler
             stop_process_group(proc, timeout=20)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with _cluster(tmp_path_factory.mktemp("dask")) as cluster:
+        yield cluster
 
 
 def _failures(instance: DagsterInstance, run_id: str, logs: Path) -> str:
@@ -171,3 +180,73 @@ def test_partitions_run_on_dask_workers(dask_cluster: Cluster, tmp_path: Path):
     # the workers' own logs show they loaded the project's definitions and ran the steps
     worker_logs = "".join((dask_cluster.logs / f"worker{i}.log").read_text() for i in range(N_WORKERS))
     assert "Traceback" not in worker_logs, worker_logs[-3000:]
+
+
+@pytest.mark.production
+def test_a_dask_run_on_the_postgres_instance_survives_a_killed_worker(tmp_path: Path):
+    """The same executor on a Dagster instance kept in PostgreSQL (a throwaway cluster): one dask worker is
+    killed while the partition's run goes on; dask runs its tasks elsewhere (its nanny starts it again), and the
+    run's outcome and every step's events are recorded in PostgreSQL."""
+    import signal
+    import threading
+
+    import postgres_cluster
+    import psycopg2
+    from dask.distributed import Client
+
+    from pipelines.build import dagster_instance
+
+    if why := postgres_cluster.available():
+        pytest.skip(why)
+    pg = postgres_cluster.Cluster()
+    (tmp_path / "dask").mkdir()
+    stack = contextlib.ExitStack()
+    try:
+        os.environ["MMKG_DAGSTER_POSTGRES_URL"] = pg.url
+        dask_cluster = stack.enter_context(_cluster(tmp_path / "dask", {"MMKG_DAGSTER_POSTGRES_URL": pg.url}))
+        data = tmp_path / "data"
+        run_config = {
+            **executors.resources_run_config(SAMPLE_CORPUS, data),
+            "execution": {"config": {"cluster": {"existing": {"address": dask_cluster.address}},
+                                     "pool_resources": {"gpu": {"GPU": 1}}}},
+            "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        }  # fmt: skip
+        killed: list[int] = []
+
+        def kill_worker1_once_a_step_runs(instance_url: str) -> None:
+            deadline = time.monotonic() + 300
+            with psycopg2.connect(instance_url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con:
+                while time.monotonic() < deadline:
+                    with con.cursor() as cur:
+                        cur.execute("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'STEP_SUCCESS'")
+                        if cur.fetchone()[0] >= 1:
+                            break
+                    time.sleep(0.2)
+            with Client(dask_cluster.address, timeout="30s") as client:  # the worker's pid now (a restart changes it)
+                names = {addr: w["name"] for addr, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+                pids = {names[addr]: pid for addr, pid in client.run(os.getpid).items()}
+            os.kill(pids["worker1"], signal.SIGKILL)
+            killed.append(pids["worker1"])
+
+        with dagster_instance(data) as instance:
+            instance.add_dynamic_partitions("corpus", ["space"])
+            killer = threading.Thread(target=kill_worker1_once_a_step_runs, args=(pg.url,), daemon=True)
+            killer.start()
+            job = reconstructable(executors.index_partition_on_dask)
+            with execute_job(job, instance, run_config=run_config, tags={"dagster/partition": "space"}) as result:
+                run_id, success = result.run_id, result.success
+            killer.join(timeout=60)
+            failures = "" if success else _failures(instance, run_id, dask_cluster.logs)
+        assert killed, "the run ended before a worker could be killed"
+        assert success, failures
+        with psycopg2.connect(pg.url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con, con.cursor() as cur:
+            cur.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,))
+            assert cur.fetchone()[0] == "SUCCESS"
+            cur.execute("SELECT count(DISTINCT step_key) FROM event_logs WHERE run_id = %s AND "
+                        "dagster_event_type = 'STEP_SUCCESS'", (run_id,))  # fmt: skip
+            assert cur.fetchone()[0] >= 10
+        assert pl.read_parquet(data / "tables" / "chunk_vectors" / "space.parquet").height > 0
+    finally:
+        stack.close()  # the dask processes first: they hold connections to the database
+        os.environ.pop("MMKG_DAGSTER_POSTGRES_URL", None)
+        pg.remove()

@@ -205,11 +205,12 @@ def test_a_question_naming_what_no_evidence_mentions_is_declined():
         ans = reader.read(analyze(question), None, ev)
         assert ans.text == NOT_ANSWERABLE and ans.abstained and "no evidence mentions" in ans.reason, ans
         # the guess is kept with what made it the best, so a person can check it
-        assert f"(best guess {ans.guess!r}: the best-scored number in the evidence" in ans.reason, ans.reason
+        said = f"(best guess {ans.guess!r}: the evidence's best-scored candidate for a question that asks for a number"
+        assert said in ans.reason, ans.reason
     ans = Reader(min_confidence=0.9).read(analyze("What was Nordline's fuel expense in 2018? Answer in millions."),
                                           None, ev)  # fmt: skip
     assert ans.abstained and ans.reason.startswith("declined: confidence") and ans.confidence > 0, ans
-    assert f"(best guess {ans.guess!r}: the best-scored number" in ans.reason, ans.reason
+    assert f"(best guess {ans.guess!r}: the evidence's best-scored candidate" in ans.reason, ans.reason
     # a name misspelt by a letter is still the name; the document's file name names its subject
     assert reader.read(analyze("What was Nordlne's fuel expense in 2018? Answer in millions."), None, ev).text == "44.9"
     ev = [*(_evidence(*REPORT))]

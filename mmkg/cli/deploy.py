@@ -84,9 +84,9 @@ def deploy_status(data_root: DataRootOption = None, as_json: Annotated[bool, typ
 @deploy_app.command("down")
 def deploy_down(
     data_root: DataRootOption = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds before what is left is killed.")] = 10,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds before what is left is killed.")] = 7,
 ) -> None:
-    """Stop every process `mmkg deploy up` started (SIGTERM, then SIGKILL after --timeout seconds)."""
+    """Stop every process `mmkg deploy up` started (SIGTERM, then SIGKILL after --timeout seconds): within 10 s."""
     from mmkg.cli.common import current_settings
 
     deploy = _pipelines()
