@@ -162,6 +162,9 @@ def retrieval_index(
     return MaterializeResult(
         metadata={
             "version": result.version,
+            # the asset page's "Row count": the published index's chunks, every partition (not the last partition's)
+            "dagster/row_count": MetadataValue.int(int(result.manifest.counts.get("chunks", 0))),
+            "row_count_of": "chunks in the published index, all partitions",
             "reused_previous": result.reused,
             "changed_partitions": MetadataValue.json(result.changed),
             "removed_partitions": MetadataValue.json(result.removed),

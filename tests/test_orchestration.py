@@ -213,6 +213,9 @@ def test_full_build_through_the_sensors_is_then_up_to_date(env: Env):
     assert meta["partition"].value == latest.partition_key
     assert meta["dagster/row_count"].value == rows[latest.partition_key] < meta["rows_in_every_partition"].value
     assert meta["rows_in_every_partition"].value == sum(rows.values()) == idx.n_chunks
+    latest = env.instance.fetch_materializations(AssetRecordsFilter(asset_key=AssetKey("retrieval_index")),
+                                                 limit=1).records[0]  # fmt: skip
+    assert latest.asset_materialization.metadata["dagster/row_count"].value == idx.n_chunks
 
 
 def test_changed_document_reindexes_only_its_partition(env: Env):
