@@ -78,11 +78,12 @@ def wait_served(d: Deployment, word: str, t0: float, timeout: float = 400) -> fl
 
 
 def run_started(url: str, seen: int, timeout: float = 120) -> None:
+    import postgres_cluster
     import psycopg2
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con, con.cursor() as cur:
+        with psycopg2.connect(postgres_cluster.libpq(url)) as con, con.cursor() as cur:
             cur.execute("SELECT count(*) FROM runs WHERE status = 'STARTED' AND id > %s", (seen,))
             if cur.fetchone()[0]:
                 return
@@ -91,9 +92,10 @@ def run_started(url: str, seen: int, timeout: float = 120) -> None:
 
 
 def max_run_id(url: str) -> int:
+    import postgres_cluster
     import psycopg2
 
-    with psycopg2.connect(url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con, con.cursor() as cur:
+    with psycopg2.connect(postgres_cluster.libpq(url)) as con, con.cursor() as cur:
         cur.execute("SELECT coalesce(max(id), 0) FROM runs")
         return int(cur.fetchone()[0])
 

@@ -33,6 +33,7 @@ from typing import Any
 from mmkg.atomic import write_bytes
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
+from mmkg.processes import alive
 from pipelines.progress import LOGGER_KEY, Listener, listening
 from pipelines.status import BUILD_STATE, nothing_to_build
 from pipelines.tags import TRIGGER_TAG
@@ -322,7 +323,7 @@ def _clear_partitions(instance, keys: list[str], data_root: Path, own: str | Non
         if run.run_id == own:
             continue
         pid, host = run.tags.get(RUN_PID_TAG, ""), run.tags.get(RUN_HOST_TAG)
-        if pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not _alive(int(pid))):
+        if pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not alive(int(pid))):
             # gone, or this process's own run left STARTED by a build it gave up (it holds the build lock now)
             instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone or gave it up (found by a "
                                             f"later build)")  # fmt: skip
@@ -342,16 +343,6 @@ def _clear_partitions(instance, keys: list[str], data_root: Path, own: str | Non
         f"it to finish, or terminate it in `mmkg ui --data-root {data_root}` (Runs, the run, Terminate), then "
         f"build again"
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: it exists
-        return True
-    return True
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:

@@ -19,7 +19,6 @@ This module starts and stops processes and reads the instance; the pipelines' co
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -33,6 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mmkg.atomic import write_bytes
+from mmkg.processes import alive as running_now
+from mmkg.processes import stop_groups
 
 FOLDER = "deploy"
 STATE = "state.json"
@@ -58,36 +59,6 @@ def _port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (ended, not reaped by its parent) is no running process
-        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) != "Z"
-    except (OSError, IndexError):
-        return True
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return any(_alive(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit() and _pgid(int(p.name)) == pgid)
-
-
-def _pgid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[2])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def state_path(data_root: Path) -> Path:
@@ -147,7 +118,7 @@ def up(
 
     corpus_root, data_root = Path(corpus_root).resolve(), Path(data_root).resolve()
     running = read_state(data_root)
-    alive = {n for n, p in (running or {}).get("processes", {}).items() if _alive(p["pid"])}
+    alive = {n for n, p in (running or {}).get("processes", {}).items() if running_now(p["pid"])}
     if running and alive:
         if alive == set(ORDER):
             raise DeployError(f"a deployment of {data_root} is running (pids "
@@ -291,7 +262,7 @@ def status(data_root: Path) -> dict:
     state = read_state(data_root)
     if state is None:
         raise DeployError(f"no deployment of {data_root} is recorded: start one with `mmkg deploy up`")
-    procs = {n: {**p, "alive": _alive(p["pid"])} for n, p in state["processes"].items()}
+    procs = {n: {**p, "alive": running_now(p["pid"])} for n, p in state["processes"].items()}
     ticks = []
     with dagster_instance(data_root) as instance:
         beats = instance.get_daemon_heartbeats()
@@ -314,37 +285,18 @@ def status(data_root: Path) -> dict:
 
 def down(data_root: Path, timeout_s: float = 7.0, say: Callable[[str], None] = print) -> dict[str, str]:
     """Stop every recorded process group: SIGTERM, then SIGKILL to what is left after ``timeout_s``; returns each
-    process's outcome ("stopped", "killed", "was not running") and forgets the deployment. A killed group is
-    waited for (up to 2 s more), so what it returns has no process left."""
+    process's outcome ("stopped", "killed", "left" when SIGKILL did not end it within 2 s, "was not running") and
+    forgets the deployment."""
     data_root = Path(data_root).resolve()
     state = read_state(data_root)
     if state is None:
         raise DeployError(f"no deployment of {data_root} is recorded: nothing to stop")
     procs = state["processes"]
-    outcome: dict[str, str] = {}
-    for name in reversed(ORDER):
-        if name in procs:
-            try:
-                os.killpg(procs[name]["pid"], signal.SIGTERM)
-            except ProcessLookupError:
-                outcome[name] = "was not running"
-    deadline = time.monotonic() + timeout_s
-    waiting = [n for n in procs if n not in outcome]
-    while waiting and time.monotonic() < deadline:
-        waiting = [n for n in waiting if _group_alive(procs[n]["pid"])]
-        time.sleep(0.2)
-    for name in procs:
-        if name in outcome:
-            continue
-        if name in waiting:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(procs[name]["pid"], signal.SIGKILL)
-            gone_by = time.monotonic() + 2
-            while _group_alive(procs[name]["pid"]) and time.monotonic() < gone_by:
-                time.sleep(0.05)
-            outcome[name] = "killed"
-        else:
-            outcome[name] = "stopped"
-        say(f"{name}: {outcome[name]}")
+    by_group = stop_groups([procs[n]["pid"] for n in reversed(ORDER) if n in procs],
+                           [(signal.SIGTERM, timeout_s), (signal.SIGKILL, 2.0)])  # fmt: skip
+    outcome = {name: by_group[p["pid"]] for name, p in procs.items()}
+    for name, said in outcome.items():
+        if said != "was not running":
+            say(f"{name}: {said}")
     state_path(data_root).unlink(missing_ok=True)
     return outcome

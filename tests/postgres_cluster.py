@@ -30,6 +30,11 @@ def available() -> str:
     return ""
 
 
+def libpq(url: str) -> str:
+    """A SQLAlchemy URL as libpq writes it (no driver in the scheme)."""
+    return url.replace("postgresql+psycopg2://", "postgresql://", 1)
+
+
 class Cluster:
     """``start()``, ``stop()`` (an outage) and ``remove()``; ``url`` names the database."""
 
@@ -50,7 +55,13 @@ class Cluster:
 
     @property
     def url(self) -> str:
+        """SQLAlchemy's URL, as MMKG_DAGSTER_POSTGRES_URL takes it."""
         return f"postgresql+psycopg2://{self.user}@127.0.0.1:{self.port}/{self.database}"
+
+    @property
+    def dsn(self) -> str:
+        """libpq's URL of the same database, for psycopg2.connect."""
+        return libpq(self.url)
 
     def _run(self, *cmd: str | None) -> None:
         args = [c for c in cmd if c is not None]

@@ -215,7 +215,7 @@ def test_a_dask_run_on_the_postgres_instance_survives_a_killed_worker(tmp_path: 
 
         def kill_worker1_once_a_step_runs(instance_url: str) -> None:
             deadline = time.monotonic() + 300
-            with psycopg2.connect(instance_url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con:
+            with psycopg2.connect(postgres_cluster.libpq(instance_url)) as con:
                 while time.monotonic() < deadline:
                     with con.cursor() as cur:
                         cur.execute("SELECT count(*) FROM event_logs WHERE dagster_event_type = 'STEP_SUCCESS'")
@@ -239,7 +239,7 @@ def test_a_dask_run_on_the_postgres_instance_survives_a_killed_worker(tmp_path: 
             failures = "" if success else _failures(instance, run_id, dask_cluster.logs)
         assert killed, "the run ended before a worker could be killed"
         assert success, failures
-        with psycopg2.connect(pg.url.replace("postgresql+psycopg2://", "postgresql://", 1)) as con, con.cursor() as cur:
+        with psycopg2.connect(pg.dsn) as con, con.cursor() as cur:
             cur.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,))
             assert cur.fetchone()[0] == "SUCCESS"
             cur.execute("SELECT count(DISTINCT step_key) FROM event_logs WHERE run_id = %s AND "

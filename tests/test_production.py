@@ -23,6 +23,8 @@ from pathlib import Path
 import postgres_cluster
 import pytest
 
+from mmkg.processes import group_members
+
 pytestmark = pytest.mark.production
 
 MMKG = str(Path(sys.executable).parent / "mmkg")
@@ -50,21 +52,22 @@ class Deployed:
     def state(self) -> dict:
         return json.loads((self.project / ".mmkg" / "deploy" / "state.json").read_text(encoding="utf-8"))
 
-    def answer(self) -> str:
+    def answer(self, query: str = QUESTION, k: int = 3) -> str:
+        """The text of the chunks the server returns for ``query`` (not the result's echo of the query)."""
         from test_api import Server
 
         srv = Server(self.serve, None, Path("/dev/null"))  # type: ignore[arg-type]
-        code, res = srv.json("POST", "/query", {"text": QUESTION, "k": 3})
-        return " ".join(c["text"] for c in res["chunks"]) if code == 200 else ""  # the chunks' text, not the echo
+        code, res = srv.json("POST", "/query", {"text": query, "k": k})
+        return " ".join(c["text"] for c in res["chunks"]) if code == 200 else ""
 
-    def wait_served(self, present: bool, timeout: float = 300) -> float:
-        """Seconds until the served answer does (or no longer does) hold the fact."""
+    def wait_served(self, word: str, query: str, present: bool = True, k: int = 3, timeout: float = 300) -> float:
+        """Seconds until the served chunks for ``query`` do (or no longer do) hold ``word``."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
-            if ("Brandvik" in self.answer()) == present:
+            if (word in self.answer(query, k)) == present:
                 return time.monotonic() - t0
             time.sleep(1)
-        raise AssertionError(f"the served index did not {'gain' if present else 'lose'} the change in {timeout} s; "
+        raise AssertionError(f"the served index did not {'gain' if present else 'lose'} {word!r} in {timeout} s; "
                              f"deploy status:\n{self.mmkg('deploy', 'status').stdout}")  # fmt: skip
 
 
@@ -72,16 +75,12 @@ def _runs(url: str) -> list[tuple[str, str, str]]:
     """(job name, status, trigger tag) of every run in the PostgreSQL instance, oldest first."""
     import psycopg2
 
-    with psycopg2.connect(_libpq(url)) as con, con.cursor() as cur:
+    with psycopg2.connect(postgres_cluster.libpq(url)) as con, con.cursor() as cur:
         cur.execute("SELECT run_id, pipeline_name, status FROM runs ORDER BY id")
         runs = cur.fetchall()
         cur.execute("SELECT run_id, value FROM run_tags WHERE key = 'mmkg/trigger'")
         tags = dict(cur.fetchall())
     return [(job, status, tags.get(run_id, "")) for run_id, job, status in runs]
-
-
-def _libpq(url: str) -> str:
-    return url.replace("postgresql+psycopg2://", "postgresql://", 1)  # libpq's own URL has no driver
 
 
 def _versions(project: Path) -> list[str]:
@@ -134,9 +133,9 @@ def test_a_corpus_change_is_indexed_published_and_served_by_itself(deployed: Dep
     before = len(_versions(deployed.project))
     note = deployed.project / "corpus" / "space" / "patch.md"
     note.write_text("# The STS-93 mission patch" + FACT, encoding="utf-8")
-    fresh_add = deployed.wait_served(True)
+    fresh_add = deployed.wait_served("Brandvik", QUESTION)
     note.unlink()
-    fresh_delete = deployed.wait_served(False)
+    fresh_delete = deployed.wait_served("Brandvik", QUESTION, present=False)
     deployed.measured["freshness_s"] = {"add": round(fresh_add, 1), "delete": round(fresh_delete, 1),
                                         "sensor_interval_s": 5}  # fmt: skip
     triggers = {trigger for job, _, trigger in _runs(deployed.cluster.url)[2:]}
@@ -161,13 +160,13 @@ def test_the_daemon_killed_mid_run_is_started_again_and_the_change_published_onc
     os.kill(daemon, signal.SIGKILL)
     out = deployed.mmkg("deploy", "up", timeout=300)  # starts the daemon again, and only it
     assert "starting again: daemon" in out.stdout and deployed.state()["processes"]["daemon"]["pid"] != daemon
-    took = deployed.wait_served(True)
+    took = deployed.wait_served("Brandvik", QUESTION)
     deployed.measured["daemon_killed"] = {"served_after_s": round(took, 1)}
     new = [v for v in _versions(deployed.project) if v not in before]
     time.sleep(12)  # two more sensor intervals: no second publish of the same change
     assert [v for v in _versions(deployed.project) if v not in before] == new and len(new) == 1, new
     assert "all as published" in deployed.mmkg("index", "verify").stdout
-    with psycopg2.connect(_libpq(deployed.cluster.url)) as con, con.cursor() as cur:
+    with psycopg2.connect(deployed.cluster.dsn) as con, con.cursor() as cur:
         cur.execute("SELECT count(*) FROM runs WHERE status IN ('STARTED', 'QUEUED', 'STARTING')")
         assert cur.fetchone()[0] == 0  # nothing left hanging
 
@@ -178,7 +177,7 @@ def _started_run(deployed: Deployed, seen: int, timeout: float = 120) -> str:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with psycopg2.connect(_libpq(deployed.cluster.url)) as con, con.cursor() as cur:
+        with psycopg2.connect(deployed.cluster.dsn) as con, con.cursor() as cur:
             cur.execute("SELECT run_id, status FROM runs ORDER BY id OFFSET %s", (seen,))
             started = [run_id for run_id, status in cur.fetchall() if status == "STARTED"]
         if started:
@@ -192,20 +191,6 @@ def _edit(deployed: Deployed, sentence: str) -> None:
     doc.write_text(doc.read_text(encoding="utf-8") + f"\n\n{sentence}\n", encoding="utf-8")
 
 
-def _served(deployed: Deployed, word: str, timeout: float = 400) -> float:
-    from test_api import Server
-
-    srv = Server(deployed.serve, None, Path("/dev/null"))  # type: ignore[arg-type]
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        code, res = srv.json("POST", "/query", {"text": f"{word} telescope", "k": 5})
-        if code == 200 and any(word in c["text"] for c in res["chunks"]):  # not the query, echoed in the result
-            return time.monotonic() - t0
-        time.sleep(2)
-    raise AssertionError(f"{word!r} was not served in {timeout} s; deploy status:\n"
-                         f"{deployed.mmkg('deploy', 'status').stdout}")  # fmt: skip
-
-
 def test_a_run_worker_killed_mid_step_fails_and_the_sensor_asks_again(deployed: Deployed):
     """Run monitoring fails the run whose worker got SIGKILL; the corpus sensor asks for the partition again (its
     files did not change since its last look, so it would not otherwise), and the change is served."""
@@ -215,7 +200,7 @@ def test_a_run_worker_killed_mid_step_fails_and_the_sensor_asks_again(deployed: 
     workers = _run_workers(deployed.state()["processes"]["code_server"]["pid"])
     assert len(workers) == 1, workers
     os.kill(workers[0], signal.SIGKILL)
-    took = _served(deployed, "Quillon")
+    took = deployed.wait_served("Quillon", "Quillon telescope", k=5, timeout=400)
     runs = _runs(deployed.cluster.url)[seen:]
     assert ("index_partition", "FAILURE", "sensor") in runs and ("index_partition", "SUCCESS", "sensor") in runs, runs
     deployed.measured["run_worker_killed"] = {"served_after_s": round(took, 1)}
@@ -233,7 +218,7 @@ def test_postgres_stopped_during_a_run_then_started_again(deployed: Deployed):
     deployed.cluster.start()
     out = deployed.mmkg("deploy", "up", check=False, timeout=300)
     assert out.returncode == 0 or "is running" in out.stderr, out.stdout + out.stderr
-    took = _served(deployed, "Ottoline")
+    took = deployed.wait_served("Ottoline", "Ottoline telescope", k=5, timeout=400)
     deployed.measured["postgres_outage"] = {"outage_s": 10, "served_after_restart_s": round(took, 1),
                                             "restarted": out.stdout.strip().splitlines()[:1]}  # fmt: skip
     assert "all as published" in deployed.mmkg("index", "verify").stdout
@@ -242,23 +227,11 @@ def test_postgres_stopped_during_a_run_then_started_again(deployed: Deployed):
 def _run_workers(code_server: int) -> list[int]:
     """The processes running a run: the code server's gRPC API process starts each run in a process of its own
     (multiprocessing's spawn), beside multiprocessing's resource tracker."""
-    procs = {int(p.name): p for p in Path("/proc").iterdir() if p.name.isdigit()}
+    from mmkg.processes import cmdline, parent
 
-    def parent(pid: int) -> int:
-        try:
-            return int((procs[pid] / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, KeyError, IndexError, ValueError):
-            return -1
-
-    api = [pid for pid in procs if parent(pid) == code_server and "dagster api grpc" in _cmdline(procs[pid])]
-    return [pid for pid in procs if parent(pid) in api and "spawn_main" in _cmdline(procs[pid])]
-
-
-def _cmdline(proc: Path) -> str:
-    try:
-        return (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
+    members = group_members(code_server)
+    api = [pid for pid in members if parent(pid) == code_server and "dagster api grpc" in cmdline(pid)]
+    return [pid for pid in members if parent(pid) in api and "spawn_main" in cmdline(pid)]
 
 
 def test_down_stops_every_process_it_started(deployed: Deployed):
@@ -270,7 +243,7 @@ def test_down_stops_every_process_it_started(deployed: Deployed):
     said = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
     assert took <= 10 and set(said) == {"code_server", "daemon", "webserver", "serve"}, out.stdout
     assert set(said.values()) <= {"stopped", "killed"}, out.stdout  # SIGTERM, or SIGKILL after 7 s
-    left = [pid for pid in pids if _group_has_processes(pid)]
+    left = [pid for pid in pids if group_members(pid)]
     assert left == [], left
     assert not (deployed.project / ".mmkg" / "deploy" / "state.json").exists()
 
@@ -279,15 +252,3 @@ def _free_port() -> int:
     from conftest import free_port
 
     return free_port()
-
-
-def _group_has_processes(pgid: int) -> bool:
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return True
-    return False

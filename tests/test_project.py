@@ -390,20 +390,12 @@ def _group_left(pgid: int, wait_s: float = 10) -> list[str]:
     """The processes still in a process group after up to ``wait_s`` seconds (their command lines)."""
     import time
 
+    from mmkg.processes import cmdline, group_members
+
     deadline = time.monotonic() + wait_s
-    while True:
-        left = []
-        for proc_dir in Path("/proc").iterdir():
-            if proc_dir.name.isdigit():
-                try:
-                    stat = (proc_dir / "stat").read_text()
-                    if int(stat.rsplit(")", 1)[1].split()[2]) == pgid and stat.rsplit(")", 1)[1].split()[0] != "Z":
-                        left.append((proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
-                except (OSError, ValueError, IndexError):
-                    continue
-        if not left or time.monotonic() > deadline:
-            return left
+    while (left := group_members(pgid)) and time.monotonic() < deadline:
         time.sleep(0.5)
+    return [cmdline(pid)[:200] for pid in left]
 
 
 @pytest.mark.slow

@@ -69,6 +69,11 @@ class _OneLineErrors(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
+def _in_order(names: list[str], order: list[str]) -> list[str]:
+    """``names`` in ``order``; any it does not list after them, alphabetically."""
+    return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
 #: `mmkg --help` in the order of a first hour (make an index, ask it, share it, measure it), grouped under headings
 COMMAND_PANELS = {
     "init": "Make an index", "index": "Make an index", "ui": "Make an index",
@@ -83,13 +88,12 @@ class _Commands(_OneLineErrors):
     order the command modules happened to be imported)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
-        order = list(COMMAND_PANELS)
         names = super().list_commands(ctx)
         for name in names:
             command = self.commands.get(name)
             if command is not None and name in COMMAND_PANELS:
                 command.rich_help_panel = COMMAND_PANELS[name]  # type: ignore[attr-defined]
-        return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
+        return _in_order(names, list(COMMAND_PANELS))
 
 
 app = typer.Typer(help="Build, query and operate mmkg indexes.", no_args_is_help=True, add_completion=False,
@@ -100,8 +104,7 @@ class _IndexCommands(TyperGroup):
     ORDER = ("build", "update", "status", "info", "versions", "verify", "rollback", "gc")
 
     def list_commands(self, ctx: Any) -> list[str]:
-        order = self.ORDER
-        return sorted(super().list_commands(ctx), key=lambda n: (order.index(n) if n in order else len(order), n))
+        return _in_order(super().list_commands(ctx), list(self.ORDER))
 
 
 index_app = typer.Typer(help="Build, update and inspect an index: build, update, status, info, versions, verify, "

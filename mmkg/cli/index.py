@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -413,7 +414,8 @@ class _Stop(Exception):
 def _supervise(cmd: list[str], env: dict[str, str], grace_s: float = 10.0) -> int:
     """Run ``cmd`` (dagster dev: a webserver, a daemon and their code servers) in a process group of its own until
     it ends, or until this process gets SIGINT, SIGTERM or SIGHUP: then the whole group gets SIGINT (dagster dev's
-    own shutdown), SIGTERM after ``grace_s`` and SIGKILL after as long again, so no process is left behind.
+    own shutdown), SIGTERM after ``grace_s``, SIGKILL after as long again (``mmkg.processes.stop_groups``), so no
+    process is left behind.
 
     Not exec'd in place: started in the background (``mmkg ui &``), a shell has SIGINT ignored, and dagster dev
     then ignored SIGINT and SIGTERM alike, leaving five processes to kill one by one. The handlers are set before
@@ -430,32 +432,12 @@ def _supervise(cmd: list[str], env: dict[str, str], grace_s: float = 10.0) -> in
     try:
         return proc.wait()
     except _Stop as why:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                continue
-            if _group_gone(proc.pid):
-                break
+        from mmkg.processes import stop_groups
+
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
+        stop_groups([proc.pid], [(signal.SIGINT, grace_s), (signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)])
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)  # reap dagster dev itself
         err_console.print(f"stopped the Dagster UI ({why})")
         return 0
-
-
-def _group_gone(pgid: int) -> bool:
-    """No process is left in process group ``pgid`` (dagster dev's children can outlive it for a moment)."""
-    import time
-
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False  # still there after 5 s: the caller sends the next, stronger signal
