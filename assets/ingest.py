@@ -1,5 +1,7 @@
 """Ingest group: corpus partition folder -> documents, images, rejected files."""
 
+import time
+
 from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
 
 from assets._metadata import OWNERS, counts, table_metadata
@@ -9,9 +11,18 @@ from mmkg.ingest import ingest_partition
 from mmkg.ingest.fingerprint import FINGERPRINT_KEY
 from resources import CorpusResource, StorageResource
 
+#: how often a recording's speech recognition logs how far it has come, seconds
+SPEECH_LOG_S = 5.0
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
 
 def _media_table(media: list[dict]) -> str:
-    cols = ["source_path", "kind", "duration_s", "frames", "scene_changes", "segments", "transcript", "seconds"]
+    cols = ["source_path", "kind", "duration_s", "frames", "scene_changes", "segments", "transcript", "language",
+            "seconds"]  # fmt: skip
     rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     rows += ["| " + " | ".join(str(m.get(c, "")) for c in cols) + " |" for m in media[:50]]
     return "\n".join(rows)
@@ -55,10 +66,18 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         if i % 200 == 0 or i == n - 1:
             context.log.info(f"[{i + 1}/{n}] {rel}")
 
+    told: dict[str, float] = {}  # when each recording's progress was last logged (the build display shows it)
+
+    def speech(rel: str, done: float, total: float) -> None:
+        now = time.monotonic()
+        if rel not in told or now - told[rel] >= SPEECH_LOG_S or done >= total:
+            told[rel] = now
+            context.log.info(f"transcribing {rel}: {_clock(done)} of {_clock(total)}")
+
     # Taken before reading: a file changed mid-read leaves a fingerprint that no longer matches, so it re-runs.
     fingerprint = corpus.fingerprint(partition)
     result = ingest_partition(
-        corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber()
+        corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber(), speech
     )
     for row in result.rejected.iter_rows(named=True):
         what = {"budget": "cut", "repaired": "repaired"}.get(row["stage"], "rejected")

@@ -36,6 +36,8 @@ DOCUMENTS = pl.Schema(
         "duration_s": pl.Float32,
         "time_segments": pl.List(TIME_SEGMENT),
         "outline": pl.List(OUTLINE_ENTRY),
+        "transcript_source": Str,
+        "language": Str,
     }
 )
 
@@ -410,6 +412,10 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "(t_start, t_end, seconds)",
         "outline": "the outline the file states: a PDF's bookmarks, a Markdown file's headings; each heading's level "
         "(1 is the top), title and 1-based page; empty where the file has none, null for other kinds",
+        "transcript_source": "media: where the transcript came from, the subtitle sidecar's path or asr:<model>; "
+        "null when the file has no transcript and for other kinds",
+        "language": "media: the transcript's language, as speech recognition detected it (ISO 639-1) or as a "
+        "sidecar's name tags it (talk.en.srt); null when unknown and for other kinds",
     },
     "images": {
         "image_id": "content address of the stored bytes",
@@ -603,7 +609,7 @@ GLOBAL_TABLES = ("entity_catalog", "answers")
 
 #: columns added after a table was first declared: tables written before them get nulls on read instead of an error
 ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "documents": ("duration_s", "time_segments", "outline"),
+    "documents": ("duration_s", "time_segments", "outline", "transcript_source", "language"),
     "images": ("t_s",),
     "chunks": ("t_start", "t_end"),
     "page_text": ("n_table_rows",),

@@ -18,7 +18,7 @@ import pytest
 from mmkg.ingest import ingest_partition
 from mmkg.ingest.base import Limits, Rejected
 from mmkg.ingest.images import ImageStore
-from mmkg.ingest.media import layout, parse_subtitles, probe, sample_frames, sidecars, uniform_frames
+from mmkg.ingest.media import layout, parse_subtitles, probe, sample_frames, sidecar_language, sidecars, uniform_frames
 from mmkg.retrieval import retrieve, search
 
 DATA = Path(__file__).parent / "data"
@@ -103,6 +103,7 @@ def test_sidecars_match_stem_and_language_tag(tmp_path: Path):
     for name in ("talk.mp4", "talk.srt", "talk.en.vtt", "talk.extra.en.srt", "talks.srt", "other.srt"):
         (tmp_path / name).write_bytes(b"x")
     assert [p.name for p in sidecars(tmp_path / "talk.mp4")] == ["talk.srt", "talk.en.vtt"]
+    assert [sidecar_language(p, tmp_path / "talk.mp4") for p in sidecars(tmp_path / "talk.mp4")] == ["", "en"]
 
 
 def test_layout_puts_speech_and_frames_of_one_shot_on_one_page():
@@ -157,6 +158,9 @@ def test_partition_with_media_sidecars_and_bad_files(tmp_path: Path):
     by_path = {m["source_path"]: m for m in res.media}
     assert by_path["clips/observatories.mkv"]["transcript"] == "clips/observatories.srt"
     assert by_path["clips/volcanoes.mp4"]["frames"] == 3
+    # where each transcript came from, per document (the sidecar is untagged: no language)
+    assert (obs["transcript_source"], obs["language"]) == ("clips/observatories.srt", None)
+    assert docs["clips/volcanoes.mp4"]["transcript_source"] is None and docs["clips/notes.txt"]["language"] is None
 
 
 @pytest.mark.parametrize(

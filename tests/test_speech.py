@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -81,9 +82,15 @@ def test_a_recording_without_subtitles_gets_a_timed_transcript(whisper, tmp_path
     root = tmp_path / "corpus"
     (root / "clips").mkdir(parents=True)
     shutil.copy(MEDIA / "clips" / "volcanoes.mp4", root / "clips" / "volcanoes.mp4")  # no sidecar
-    res = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), transcriber=whisper)
+    heard: list[tuple[str, float, float]] = []
+    res = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), transcriber=whisper,
+                           speech_progress=lambda rel, done, total: heard.append((rel, done, total)))  # fmt: skip
     doc = res.documents.row(0, named=True)
-    assert res.media[0]["transcript"] == "asr:whisper-base"
+    assert res.media[0]["transcript"] == "asr:whisper-base" and res.media[0]["language"] == "en"
+    assert (doc["transcript_source"], doc["language"]) == ("asr:whisper-base", "en")
+    # progress comes segment by segment, never goes back, and ends at the recording's length
+    assert len(heard) > 2 and {h[0] for h in heard} == {"clips/volcanoes.mp4"}
+    assert [h[1] for h in heard] == sorted(h[1] for h in heard) and heard[-1][1] == heard[-1][2] > 10
     text = doc["text"].lower()
     assert "pompeii" in text and "naples" in text and "indonesia" in text
     assert wer(VOLCANOES, text) <= 0.2  # heard here: "Mount Mehubi was erupted ...", "Krakato" (0.11)
@@ -102,6 +109,7 @@ def test_a_recording_without_subtitles_gets_a_timed_transcript(whisper, tmp_path
 
     again = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), transcriber=Deaf())
     assert again.documents.row(0, named=True)["text"] == doc["text"]
+    assert again.documents.row(0, named=True)["language"] == "en"  # the language is kept with the transcript
 
 
 def _speak(text: str, wav: Path) -> np.ndarray:
@@ -164,13 +172,19 @@ def _silence(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-@needs_espeak
-def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(spoken_corpus: Path, tmp_path_factory):
+@dataclass
+class Spoken:
+    corpus: Path
+    data: Path
+    logs: list[str]  # the messages the partition's run logged
+
+
+@pytest.fixture(scope="module")
+def spoken(spoken_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Spoken:
+    """The spoken corpus indexed through the real Dagster jobs, with the installed Whisper base."""
     from dagster import DagsterInstance, materialize
     from indexing import GLOBAL, PARTITIONED
 
-    from mmkg.generation import answer, get_generator
-    from mmkg.index import Index
     from pipelines.resources import default_resources
     from resources.corpus import CorpusResource
 
@@ -179,8 +193,19 @@ def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(sp
     resources["corpus"] = CorpusResource(root=str(spoken_corpus), asr_model="")  # the default: installed Whisper
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("corpus", ["recordings"])
-    assert materialize(PARTITIONED, partition_key="recordings", instance=instance, resources=resources).success
+    run = materialize(PARTITIONED, partition_key="recordings", instance=instance, resources=resources)
+    assert run.success
     assert materialize(PARTITIONED + GLOBAL, instance=instance, resources=resources, selection=GLOBAL).success
+    logs = [e.user_message for e in instance.all_logs(run.run_id) if e.user_message]
+    return Spoken(spoken_corpus, data, logs)
+
+
+@needs_espeak
+def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(spoken: Spoken):
+    from mmkg.generation import answer, get_generator
+    from mmkg.index import Index
+
+    data = spoken.data
     idx = Index.open(data / "index")
     rejected = pl.read_parquet(data / "tables" / "rejected_files" / "*.parquet")
     reasons = {r["source_path"]: r["reason"] for r in rejected.iter_rows(named=True)}
@@ -196,6 +221,77 @@ def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(sp
         assert span is not None and 0.0 <= span[0] < span[1]
         surname = gold.split()[-1].lower()
         assert surname in a.short_answer.lower() or surname in a.text.lower(), (name, a.short_answer, a.text)
+    # each recording says where its transcript came from and in which language it was heard
+    tables = pl.read_parquet(data / "tables" / "documents" / "*.parquet").filter(pl.col("kind") != "image")
+    said = {r["source_path"]: (r["transcript_source"], r["language"]) for r in tables.iter_rows(named=True)}
+    assert all(said[f"recordings/{n}"] == ("asr:whisper-base", "en") for n in SPOKEN), said
+    # the run logged how far the recognition of each recording had come (the build display shows the last line)
+    progress = [m for m in spoken.logs if m.startswith("transcribing recordings/lighthouse.wav: ")]
+    assert progress and progress[-1].split(": ")[1].split(" of ")[0] == progress[-1].split(" of ")[1], progress
+
+
+@needs_espeak
+def test_the_page_plays_the_cited_moment(spoken: Spoken, tmp_path: Path):
+    """``GET /media/{doc_id}`` serves a recording with HTTP ranges, only while it is the file the index was built
+    from; the page's evidence carries a player cued to the cited chunk's seconds."""
+    from conftest import stop_process_group
+    from test_api import start_server
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, _ready
+
+    from mmkg.api.media import MediaUnavailable, recording
+    from mmkg.index import Index
+
+    idx = Index.open(spoken.data / "index")
+    ids = {r["source_path"]: r["doc_id"] for r in idx.documents.iter_rows(named=True)}
+    wav = ids["recordings/lighthouse.wav"]
+    assert recording(idx, wav, spoken.corpus) == (spoken.corpus / "recordings" / "lighthouse.wav").resolve()
+    with pytest.raises(MediaUnavailable, match="no corpus root"):
+        recording(idx, wav, None)
+    changed = tmp_path / "corpus"
+    shutil.copytree(spoken.corpus, changed)
+    with (changed / "recordings" / "lighthouse.wav").open("ab") as f:
+        f.write(bytes(1000))
+    with pytest.raises(MediaUnavailable, match="changed since index version") as err:
+        recording(idx, wav, changed)
+    assert err.value.status == 409
+
+    server = start_server(spoken.data / "index", spoken.corpus, tmp_path / "serve.log", "--no-reindex")
+    try:
+        status, headers, body = server.call("GET", f"/media/{wav}", headers={"Range": "bytes=0-99"})
+        assert status == 206 and len(body) == 100 and body[:4] == b"RIFF", (status, headers)
+        assert headers["content-range"].startswith("bytes 0-99/") and headers["content-type"].startswith("audio/")
+        status, _, body = server.call("GET", "/media/nope")
+        assert status == 404 and b"no document 'nope'" in body
+
+        _ready()
+        from playwright.sync_api import sync_playwright
+
+        question, _ = QUESTIONS["lighthouse.wav"]
+        _, expected = server.json("POST", "/ask", {"text": question, "k": 5})
+        cited = [c for c in expected["citations"] if c["source_path"] == "recordings/lighthouse.wav"]
+        assert cited and cited[0]["time_span"], expected["citations"]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(server.url + "/", timeout=60_000)
+                page.get_by_text("ready").wait_for(timeout=60_000)
+                page.fill("#question", question)
+                page.click("#ask")
+                player = page.locator(f"#evidence li[data-chunk='{cited[0]['chunk_id']}'] audio.player")
+                player.wait_for(state="attached", timeout=60_000)
+                page.wait_for_function("(a) => a.readyState >= 1", arg=player.element_handle(), timeout=30_000)
+                at = player.evaluate("(a) => ({t: a.currentTime, src: a.currentSrc, d: a.duration})")
+                start, end = cited[0]["time_span"]
+                assert at["t"] == pytest.approx(start, abs=0.05) and at["d"] > end, (at, start, end)
+                assert f"/media/{wav}#t={start:.2f},{end:.2f}" in at["src"]
+                assert not errors, errors
+            finally:
+                browser.close()
+    finally:
+        stop_process_group(server.proc)
 
 
 @needs_espeak

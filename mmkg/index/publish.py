@@ -276,7 +276,8 @@ def payload_tables(
     are what mKG-RAG and R2AG select and cite; cross-modal links are the typed image–entity edges MMGraphRAG
     traverses (kept beside the PPR graph, which they do not change).
     """
-    extra = ["duration_s"] if "duration_s" in documents.columns else []
+    # the file's size lets the server's player refuse a recording that changed since (mmkg/api/media.py)
+    extra = [c for c in ("duration_s", "n_bytes", "language") if c in documents.columns]
     docs = documents.select("doc_id", "partition", "source_path", "title", "kind", *extra)
     image_cols = [c for c in (*IMAGE_OCCURRENCE_COLUMNS, "blob_path", "width", "height") if c in images.columns]
     return {

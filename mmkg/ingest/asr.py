@@ -16,6 +16,7 @@ is recorded (``mmkg.ingest.media``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -24,11 +25,15 @@ import numpy as np
 
 from mmkg.ingest.media import Segment
 
+#: told the seconds of the audio transcribed so far, as segments come (a long recording's progress)
+Heard = Callable[[float], None]
+
 
 class Transcriber(Protocol):
     name: str  # recorded as the transcript's source (asr:<name>)
+    language: str  # the language the last call heard (ISO 639-1, "en"); "" when the model does not say
 
-    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+    def transcribe(self, audio: np.ndarray, sample_rate: int, heard: Heard | None = None) -> list[Segment]:
         """Timed segments of 16 kHz mono float32 audio."""
         ...
 
@@ -51,8 +56,9 @@ class WhisperTranscriber:
                 "downloaded)"
             ) from exc
         self.batch_size = batch_size
+        self.language = ""  # the pipeline does not report the language it detected
 
-    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+    def transcribe(self, audio: np.ndarray, sample_rate: int, heard: Heard | None = None) -> list[Segment]:
         if audio.size == 0:
             return []
         duration = audio.size / sample_rate
@@ -72,6 +78,8 @@ class WhisperTranscriber:
                 segments.append(Segment(start, end, text))
         if not segments and str(out.get("text", "")).strip():
             segments.append(Segment(0.0, duration, " ".join(str(out["text"]).split())))
+        if heard is not None:
+            heard(duration)  # the pipeline returns the whole recording at once
         return sorted(segments, key=lambda s: (s.start, s.end))
 
 
@@ -88,13 +96,15 @@ class FasterWhisperTranscriber:
         try:
             self.model = WhisperModel(str(folder), device=device, compute_type=compute, cpu_threads=threads)
         except (RuntimeError, ValueError, OSError) as exc:
-            raise OSError(f"cannot load the Whisper model in {folder} ({exc}); MMKG_ASR_MODEL must be a folder "
-                          "with a CTranslate2 model.bin (faster-whisper's format) or a transformers Whisper") from exc
+            raise OSError(
+                f"cannot load the Whisper model in {folder} ({exc}); MMKG_ASR_MODEL must be a folder "
+                "with a CTranslate2 model.bin (faster-whisper's format) or a transformers Whisper"
+            ) from exc
         self.name = name
         self.beam_size = beam_size
         self.language = ""  # the language the last file was detected as
 
-    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+    def transcribe(self, audio: np.ndarray, sample_rate: int, heard: Heard | None = None) -> list[Segment]:
         if audio.size == 0:
             return []
         if sample_rate != 16_000:
@@ -104,24 +114,29 @@ class FasterWhisperTranscriber:
         self.language = info.language
         duration = audio.size / sample_rate
         out = []
-        for seg in segments:
+        for seg in segments:  # a generator: each segment is decoded as it is asked for
             text = " ".join(seg.text.split())
             start = min(max(float(seg.start), 0.0), duration)
             if text and start < duration:
                 out.append(Segment(start, min(max(float(seg.end), start), duration), text))
+            if heard is not None:
+                heard(min(float(seg.end), duration))
+        if heard is not None:
+            heard(duration)
         return out
 
 
 class CachedTranscriber:
     """Transcripts kept by the content hash of the audio (16 kHz float32 samples) and the model's name, so an
     unchanged recording is never transcribed twice: a partition re-indexed for another file's edit reads its
-    recordings' segments back (``<data root>/cache/asr/ab/abcd….json``, written atomically)."""
+    recordings' segments and language back (``<data root>/cache/asr/ab/abcd….json``, written atomically)."""
 
     def __init__(self, inner: Transcriber, folder: Path):
         self.inner = inner
         self.name = inner.name
         self.folder = folder
         self.hits = 0
+        self.language = ""
 
     def _path(self, audio: np.ndarray, sample_rate: int) -> Path:
         import hashlib
@@ -132,7 +147,7 @@ class CachedTranscriber:
         key = h.hexdigest()
         return self.folder / key[:2] / f"{key}.json"
 
-    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[Segment]:
+    def transcribe(self, audio: np.ndarray, sample_rate: int, heard: Heard | None = None) -> list[Segment]:
         import json
 
         from mmkg.atomic import write_bytes
@@ -140,14 +155,22 @@ class CachedTranscriber:
         path = self._path(audio, sample_rate)
         if path.is_file():
             try:
-                rows = json.loads(path.read_text(encoding="utf-8"))
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(entry, list):  # written before the language was kept
+                    entry = {"language": "", "segments": entry}
+                segments = [Segment(float(a), float(b), str(t)) for a, b, t in entry["segments"]]
+                self.language = str(entry.get("language") or "")
                 self.hits += 1
-                return [Segment(float(a), float(b), str(t)) for a, b, t in rows]
-            except (ValueError, TypeError):
+                if heard is not None:
+                    heard(audio.size / sample_rate)
+                return segments
+            except (ValueError, TypeError, KeyError, AttributeError):
                 pass  # a damaged entry is transcribed again and rewritten
-        segments = self.inner.transcribe(audio, sample_rate)
+        segments = self.inner.transcribe(audio, sample_rate, heard)
+        self.language = getattr(self.inner, "language", "") or ""
+        entry = {"language": self.language, "segments": [[s.start, s.end, s.text] for s in segments]}
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes(path, json.dumps([[s.start, s.end, s.text] for s in segments]).encode("utf-8"))
+        write_bytes(path, json.dumps(entry).encode("utf-8"))
         return segments
 
 

@@ -72,6 +72,8 @@ class SourceDocument:
     duration_s: float | None = None  # video and audio
     time_segments: list[dict] | None = None  # transcript segments: char_start, char_end, t_start, t_end
     outline: list[dict] | None = None  # PDF bookmarks or Markdown headings: level (1 is the top), title, page
+    transcript_source: str | None = None  # media: the subtitle sidecar read, or asr:<model>; None without one
+    language: str | None = None  # media: the transcript's language (detected, or a sidecar's tag)
 
 
 @dataclass

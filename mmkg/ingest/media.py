@@ -36,7 +36,7 @@ import io
 import logging
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,6 +86,17 @@ class Transcript:
     segments: list[Segment]
     source: str  # sidecar path | asr:<model> | "" (none)
     problems: list[Rejection] = field(default_factory=list)
+    language: str = ""  # what ASR detected, or a sidecar's language tag (talk.en.srt); "" when unknown
+
+
+#: told how far the transcription of one recording has come: (seconds transcribed, seconds of the recording)
+TranscriptProgress = Callable[[float, float], None]
+
+
+def sidecar_language(sub: Path, media: Path) -> str:
+    """The language tag of a sidecar named ``<stem>.<tag>.srt`` (``en``, ``pt-BR``); "" for ``<stem>.srt``."""
+    stem = sub.name[: -len(sub.suffix)]
+    return stem[len(media.stem) + 1 :] if stem.startswith(media.stem + ".") else ""
 
 
 def _open(path: Path) -> Any:
@@ -296,16 +307,25 @@ def parse_subtitles(data: bytes, suffix: str) -> list[Segment]:
 
 
 def transcript(
-    path: Path, rel: str, root: Path, info: MediaInfo, limits: Limits, transcriber: Transcriber | None
+    path: Path,
+    rel: str,
+    root: Path,
+    info: MediaInfo,
+    limits: Limits,
+    transcriber: Transcriber | None,
+    progress: TranscriptProgress | None = None,
 ) -> Transcript:
-    """Sidecar subtitles, else ASR, else none; every fallback is recorded with its reason."""
+    """Sidecar subtitles, else ASR, else none; every fallback is recorded with its reason. ``progress`` is told
+    how far ASR has come (it is not called for subtitles)."""
     problems: list[Rejection] = []
     for sub in sidecars(path):
         sub_rel = sub.resolve().relative_to(root).as_posix() if sub.resolve().is_relative_to(root) else sub.name
         try:
             if sub.stat().st_size > 50 * 1024 * 1024:
                 raise Rejected(f"subtitle file is {sub.stat().st_size:,} bytes, over 50 MB")
-            return Transcript(parse_subtitles(sub.read_bytes(), sub.suffix), sub_rel, problems)
+            return Transcript(
+                parse_subtitles(sub.read_bytes(), sub.suffix), sub_rel, problems, sidecar_language(sub, path)
+            )
         except Rejected as exc:
             problems.append(Rejection(sub_rel, f"{exc}; {rel} is ingested without it", stage="transcript"))
     if not info.has_audio:
@@ -321,21 +341,38 @@ def transcript(
             )
         )
         return Transcript([], "", problems)
+    total = min(info.duration or limits.max_media_seconds, limits.max_media_seconds)  # 0: the container did not say
+    languages: dict[str, int] = {}  # samples of audio heard in each language (a language per block)
+    reached = 0.0  # seconds of audio decoded and transcribed
     try:
         segments = []
         for offset, audio in iter_audio(path, limits.max_media_seconds):
+            reached = offset + audio.size / SAMPLE_RATE
+            told = None if progress is None else (lambda t, at=offset: progress(min(at + t, total), total))
             segments += [
-                Segment(offset + s.start, offset + s.end, s.text) for s in transcriber.transcribe(audio, SAMPLE_RATE)
+                Segment(offset + s.start, offset + s.end, s.text)
+                for s in transcriber.transcribe(audio, SAMPLE_RATE, told)
             ]
+            if lang := getattr(transcriber, "language", ""):
+                languages[lang] = languages.get(lang, 0) + audio.size
     except Exception as exc:  # a model failure must not lose the frames
         problems.append(Rejection(rel, f"ASR failed ({type(exc).__name__}: {exc}); ingested without a transcript",
                                   stage="transcript"))  # fmt: skip
         return Transcript([], "", problems)
+    if progress is not None:
+        progress(reached, reached)  # done: the audio's own length (a container's stated duration can differ)
     heard = [s for s in segments if s.text.strip()]
     if not heard:
-        problems.append(Rejection(rel, f"no speech heard by {transcriber.name}; ingested "
-                                  + ("with frames only" if info.has_video else "without text"), stage="transcript"))
-    return Transcript(heard, f"asr:{transcriber.name}", problems)
+        problems.append(
+            Rejection(
+                rel,
+                f"no speech heard by {transcriber.name}; ingested "
+                + ("with frames only" if info.has_video else "without text"),
+                stage="transcript",
+            )
+        )
+    language = max(languages, key=languages.__getitem__) if heard and languages else ""
+    return Transcript(heard, f"asr:{transcriber.name}", problems, language)
 
 
 # -- the document ---------------------------------------------------------------------------------
@@ -413,12 +450,18 @@ def file_sha256(path: Path, extra: Sequence[Path] = ()) -> str:
 
 
 def read_media(
-    path: Path, rel: str, root: Path, limits: Limits, transcriber: Transcriber | None = None
+    path: Path,
+    rel: str,
+    root: Path,
+    limits: Limits,
+    transcriber: Transcriber | None = None,
+    progress: TranscriptProgress | None = None,
 ) -> tuple[SourceDocument, list[Rejection], dict[str, Any]]:
     """One media file as a document with frames and a timed transcript; raises ``Rejected`` for a bad file.
 
     Returns the document, what could not be used (sidecars, the transcript) and facts for the
-    asset's metadata (duration, frames, scene changes, transcript source, seconds spent).
+    asset's metadata (duration, frames, scene changes, transcript source and language, seconds spent).
+    ``progress`` follows the speech recognition of a file without subtitles.
     """
     t0 = time.perf_counter()
     info = probe(path, limits)
@@ -426,7 +469,7 @@ def read_media(
     frames = sample_frames(path, info, limits) if info.has_video else Frames([])
     if info.has_video and not frames.frames and not info.has_audio:
         raise Rejected(f"no video frame could be decoded ({frames.stopped or 'empty stream'})")
-    tr = transcript(path, rel, root, info, limits, transcriber)
+    tr = transcript(path, rel, root, info, limits, transcriber, progress)
     problems = list(tr.problems)
     if frames.stopped:
         problems.append(Rejection(rel, frames.stopped, stage="frames"))
@@ -448,10 +491,12 @@ def read_media(
         title=info.title or path.stem.replace("_", " ").replace("-", " "), text=text,
         content_sha256=file_sha256(path, subs), n_bytes=path.stat().st_size, page_starts=page_starts,
         images=images, duration_s=round(duration, 3), time_segments=spans,
+        transcript_source=tr.source or None, language=tr.language or None,
     )  # fmt: skip
     facts = {
         "kind": kind, "duration_s": round(duration, 2), "frames": len(frames.frames),
         "scene_changes": frames.scene_changes, "segments": len(spans), "transcript": tr.source or "none",
+        "language": tr.language or "",
         "seconds": round(time.perf_counter() - t0, 3),
     }  # fmt: skip
     return doc, problems, facts

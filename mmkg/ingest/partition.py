@@ -36,10 +36,13 @@ def supported_extensions() -> set[str]:
     FORMATS.load_plugins()
     return set(SUPPORTED) | extensions()
 
+
 if TYPE_CHECKING:
     from mmkg.ingest.asr import Transcriber
 
 Progress = Callable[[int, int, str], None]
+#: told how far speech recognition of one file has come: (file, seconds transcribed, seconds of the recording)
+SpeechProgress = Callable[[str, float, float], None]
 
 
 @dataclass
@@ -62,9 +65,11 @@ class _Reader:
         store: ImageStore,
         limits: Limits,
         transcriber: Transcriber | None = None,
+        speech_progress: SpeechProgress | None = None,
     ):
         self.root = corpus_root.resolve()
         self.transcriber = transcriber
+        self.speech_progress = speech_progress
         self.media: list[dict] = []
         self.partition = partition
         self.store = store
@@ -155,6 +160,8 @@ class _Reader:
                 "duration_s": doc.duration_s,
                 "time_segments": doc.time_segments,
                 "outline": doc.outline,
+                "transcript_source": doc.transcript_source,
+                "language": doc.language,
             }
         )
         for occurrence, ref in enumerate(doc.images):
@@ -201,7 +208,11 @@ class _Reader:
         if ext in MEDIA_EXT:  # streamed from the file, never read whole into memory
             self.check_size(path)
             try:
-                doc, problems, facts = read_media(path, rel, self.root, self.limits, self.transcriber)
+                told = self.speech_progress
+                doc, problems, facts = read_media(
+                    path, rel, self.root, self.limits, self.transcriber,
+                    None if told is None else (lambda done, total: told(rel, done, total)),
+                )  # fmt: skip
             except Rejected:
                 raise
             except Exception as exc:  # a decoder surprise costs this file, never the partition
@@ -228,10 +239,12 @@ def ingest_partition(
     limits: Limits | None = None,
     progress: Progress | None = None,
     transcriber: Transcriber | None = None,
+    speech_progress: SpeechProgress | None = None,
 ) -> IngestResult:
     """Read every file of ``corpus_root/partition``; bad files are rejected, never fatal.
 
-    ``transcriber`` (``mmkg.ingest.asr``) writes transcripts of media files that have no subtitle sidecar.
+    ``transcriber`` (``mmkg.ingest.asr``) writes transcripts of media files that have no subtitle sidecar;
+    ``speech_progress`` follows it through each recording (``progress`` is told of each file as it starts).
     """
     t0 = time.perf_counter()
     root = Path(corpus_root)
@@ -242,7 +255,7 @@ def ingest_partition(
         )
     if transcriber is not None and not isinstance(transcriber, CachedTranscriber):
         transcriber = CachedTranscriber(transcriber, store.data_root / "cache" / "asr")
-    reader = _Reader(root, partition, store, limits or Limits(), transcriber)
+    reader = _Reader(root, partition, store, limits or Limits(), transcriber, speech_progress)
     files = partition_files(pdir)
     media_files = {p.resolve() for p in files if p.suffix.lower() in MEDIA_EXT}
     # subtitle sidecars are read with their media file, not as documents of their own

@@ -1,6 +1,7 @@
 """Routes that read the index: ``GET /health``, ``/index``, ``/index/overview`` (``mmkg.api.index_view``),
-``/strategies``, ``/chunks/{id}``, ``/images/{id}`` (the picture), ``/images/{id}/objects``, ``/objects/{id}/crop``.
-Files are served only by id, from the index's own tables of blobs under the data root."""
+``/strategies``, ``/chunks/{id}``, ``/images/{id}`` (the picture), ``/images/{id}/objects``, ``/objects/{id}/crop``,
+``/media/{doc_id}`` (a recording, for the page's player). Files are served only by id: pictures from the index's own
+blobs under the data root, recordings from the corpus root (``mmkg.api.media``)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,17 @@ async def image_objects(image_id: str, srv: Annotated[Served, Depends(served)]) 
             for o in objs.iter_rows(named=True)
         ],
     }  # fmt: skip
+
+@router.get("/media/{doc_id}", summary="A recording of the index (video or audio), with HTTP ranges for seeking",
+            response_class=FileResponse)  # fmt: skip
+async def media(doc_id: str, srv: Annotated[Served, Depends(served)]) -> FileResponse:
+    from mmkg.api.media import MediaUnavailable, recording
+
+    try:
+        path = recording(srv.holder.current(), doc_id, srv.corpus.root if srv.corpus is not None else None)
+    except MediaUnavailable as exc:
+        raise ApiError(exc.status, str(exc)) from None
+    return FileResponse(path)
 
 @router.get("/objects/{object_id}/crop", summary="A grounded object's crop", response_class=FileResponse)
 async def crop(object_id: str, srv: Annotated[Served, Depends(served)]) -> FileResponse:

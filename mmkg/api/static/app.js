@@ -50,6 +50,29 @@ function clock(s) {
   return `${m}:${(s - m * 60).toFixed(1).padStart(4, "0")}`;
 }
 
+// A player for a transcript chunk's recording, cued to the span it covers (a media fragment, #t=start,end): it
+// starts at the cited second and pauses at the span's end. The server plays the corpus file (GET /media/{doc_id});
+// where it cannot (no corpus root, the file changed), the player says so in its place.
+const VIDEO = /\.(mp4|webm|mkv|mov)$/i;
+
+function player(c) {
+  const start = Math.max(0, c.t_start), end = Math.max(start, c.t_end ?? start);
+  const tag = el(VIDEO.test(c.source_path) ? "video" : "audio", {
+    class: "player", controls: "", preload: "metadata",
+    src: `/media/${encodeURIComponent(c.doc_id)}#t=${start.toFixed(2)},${end.toFixed(2)}`,
+    title: `${c.source_path}, ${clock(start)}–${clock(end)}`,
+  });
+  tag.addEventListener("error", async () => {
+    let why = "the recording cannot be played here";
+    try {
+      const r = await fetch(`/media/${encodeURIComponent(c.doc_id)}`, { method: "GET", headers: { Range: "bytes=0-0" } });
+      if (!r.ok) why = (await r.json()).error || why;
+    } catch (e) { /* keep the general message */ }
+    tag.replaceWith(el("div", { class: "where player-off" }, why));
+  });
+  return tag;
+}
+
 async function picture(img) {
   const box = el("span", { class: "pic" });
   const tag = el("img", { src: `/images/${img.image_id}`, alt: img.source, title: `${img.source} (click to enlarge)` });
@@ -136,6 +159,7 @@ async function showEvidence(chunks, opts = {}) {
     const item = el("li", { id: `ev-${n}`, value: String(n), "data-chunk": c.chunk_id },
       el("strong", {}, c.title || c.source_path),
       el("div", { class: "where" }, `${c.source_path}${where}${score}`),
+      ...(c.t_start != null ? [player(c)] : []),
       chunkBody(c.text, mine));
     for (const img of c.images) item.append(await picture(img));
     list.append(item);
