@@ -38,6 +38,7 @@ from resources.encoder import EncoderResource
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning)
 
 PARTITIONED_TABLES = (
+    "transcripts",
     "documents",
     "images",
     "rejected_files",
@@ -76,6 +77,7 @@ def _result(r: validation.CheckResult, key: AssetCheckKey | None = None) -> Asse
 
 #: the partitioned tables each asset step writes; their checks run together in one check step after it
 CHECKED_BY_STEP: dict[str, tuple[str, ...]] = {
+    "transcripts": ("transcripts",),
     "ingest": ("documents", "images", "rejected_files"),
     "chunks": ("page_text", "chunks", "sections", "parts"),
     "parse": ("sentences", "entity_mentions", "relations"),

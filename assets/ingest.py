@@ -2,13 +2,14 @@
 
 import time
 
-from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, multi_asset
+from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, asset, multi_asset
 
 from assets._metadata import OWNERS, counts, table_metadata
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
 from mmkg.ingest import ingest_partition
 from mmkg.ingest.fingerprint import FINGERPRINT_KEY
+from mmkg.ingest.speech import transcribe_partition
 from resources import CorpusResource, StorageResource
 
 #: how often a recording's speech recognition logs how far it has come, seconds
@@ -18,6 +19,58 @@ SPEECH_LOG_S = 5.0
 def _clock(seconds: float) -> str:
     m, s = divmod(round(seconds), 60)
     return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+def _speech_log(context: AssetExecutionContext):
+    """A ``SpeechProgress`` that logs each recording's progress at most every ``SPEECH_LOG_S`` seconds (and when it
+    is done): the build display shows a step's latest log line."""
+    told: dict[str, float] = {}
+
+    def speech(rel: str, done: float, total: float) -> None:
+        now = time.monotonic()
+        if rel not in told or now - told[rel] >= SPEECH_LOG_S or done >= total:
+            told[rel] = now
+            context.log.info(f"transcribing {rel}: {_clock(done)} of {_clock(total)}")
+
+    return speech
+
+
+@asset(
+    description="Speech recognized in the partition's recordings that have no subtitles (Whisper, MMKG_ASR_MODEL): "
+    "one row per recording with its language, length, segments and cost. The transcripts themselves go to the "
+    "data root's transcript cache, where ingest reads them. In the pool gpu, so a GPU worker can take it.",
+    io_manager_key="parquet_io",
+    owners=OWNERS,
+    kinds={"faster-whisper", "parquet"},
+    partitions_def=corpus_partitions,
+    group_name="ingest",
+    pool="gpu",  # like grounding and embedding: at most the pool's limit of these share the accelerator
+)
+def transcripts(context: AssetExecutionContext, corpus: CorpusResource, storage: StorageResource):
+    """Run speech recognition on the partition's recordings without subtitles, before ingest reads them."""
+    t0 = time.perf_counter()
+    table = transcribe_partition(corpus.path, context.partition_key, storage.path, corpus.transcriber(),
+                                 corpus.limits(), _speech_log(context))  # fmt: skip
+    for row in table.filter(table["problem"].is_not_null()).iter_rows(named=True):
+        context.log.warning(f"{row['source_path']}: {row['problem']}")
+    audio = float(table["audio_s"].sum() or 0.0)
+    spent = float(table.filter(~table["cached"])["seconds"].sum() or 0.0)
+    recognized = float(table.filter(~table["cached"])["audio_s"].sum() or 0.0)
+    return Output(
+        table,
+        metadata={
+            **table_metadata(
+                table, ["source_path", "language", "audio_s", "segments", "cached", "problem"],
+                time.perf_counter() - t0, table="transcripts",
+            ),
+            "recordings": table.height,
+            "audio_minutes": round(audio / 60, 2),
+            "from_cache": int(table["cached"].sum() or 0),
+            "languages": MetadataValue.json(dict(table["language"].drop_nulls().value_counts().iter_rows())),
+            # seconds of recognition per second of audio, over the files not taken from the cache
+            "real_time_factor": round(spent / recognized, 3) if recognized else None,
+        },
+    )
 
 
 def _media_table(media: list[dict]) -> str:
@@ -56,6 +109,7 @@ def _media_table(media: list[dict]) -> str:
     },
     partitions_def=corpus_partitions,
     group_name="ingest",
+    deps=[transcripts],  # speech first, in its own step; ingest reads its transcripts from the cache
 )
 @subsettable
 def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: StorageResource):
@@ -66,18 +120,12 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         if i % 200 == 0 or i == n - 1:
             context.log.info(f"[{i + 1}/{n}] {rel}")
 
-    told: dict[str, float] = {}  # when each recording's progress was last logged (the build display shows it)
-
-    def speech(rel: str, done: float, total: float) -> None:
-        now = time.monotonic()
-        if rel not in told or now - told[rel] >= SPEECH_LOG_S or done >= total:
-            told[rel] = now
-            context.log.info(f"transcribing {rel}: {_clock(done)} of {_clock(total)}")
 
     # Taken before reading: a file changed mid-read leaves a fingerprint that no longer matches, so it re-runs.
     fingerprint = corpus.fingerprint(partition)
     result = ingest_partition(
-        corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber(), speech
+        corpus.path, partition, storage.image_store(), corpus.limits(), progress, corpus.transcriber(),
+        _speech_log(context),  # a recording the speech step did not read (added since, or a subset run)
     )
     for row in result.rejected.iter_rows(named=True):
         what = {"budget": "cut", "repaired": "repaired"}.get(row["stage"], "rejected")

@@ -342,7 +342,24 @@ PARTS = pl.Schema(
     }
 )
 
+#: one recording of a partition that speech recognition read (a file without subtitles); ``mmkg.ingest.speech``
+TRANSCRIPTS = pl.Schema(
+    {
+        "partition": Str,
+        "source_path": Str,
+        "transcript_source": Str,
+        "language": Str,
+        "audio_s": pl.Float32,
+        "segments": I32,
+        "characters": I64,
+        "seconds": pl.Float32,
+        "cached": pl.Boolean,
+        "problem": Str,
+    }
+)
+
 TABLES: dict[str, pl.Schema] = {
+    "transcripts": TRANSCRIPTS,
     "documents": DOCUMENTS,
     "images": IMAGES,
     "rejected_files": REJECTED,
@@ -396,6 +413,17 @@ _COMMON: dict[str, str] = {
 }
 
 _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
+    "transcripts": {
+        "source_path": "the recording (a video or audio file without a subtitle sidecar), relative to the corpus root",
+        "transcript_source": "asr:<model>: the speech recognition model that read it",
+        "language": "the language the model heard (ISO 639-1); null when it heard no speech or does not say",
+        "audio_s": "seconds of audio read (at most the media limit, MMKG_MAX_MEDIA_SECONDS)",
+        "segments": "timed segments of speech heard",
+        "characters": "characters of the transcript",
+        "seconds": "wall-clock seconds this step spent on the file (decoding and recognition; near 0 when cached)",
+        "cached": "whether the transcript came from the cache of earlier transcripts (same audio, same model)",
+        "problem": "why the file has no transcript (no speech heard, the model failed); null when it has one",
+    },
     "documents": {
         "doc_id": "content id of partition, path, record key and content",
         "kind": "markdown | text | json | pdf | image | video | audio",

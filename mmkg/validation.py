@@ -24,6 +24,7 @@ from mmkg.partitioned import Partitioned
 
 #: Columns that identify a row of each table (unique, never null) within one partition.
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "transcripts": ("source_path",),
     "documents": ("doc_id",),
     "images": ("doc_id", "occurrence"),
     "rejected_files": (),

@@ -11,6 +11,7 @@ from mmkg.ingest import list_partitions
 from pipelines.resources import default_resources
 
 PARTITIONED = [
+    ingest.transcripts,
     ingest.ingest,
     text.chunks,
     text.parse,

@@ -229,7 +229,7 @@ def test_partition_checks_run_in_one_step_per_asset_step():
     assert checked == {t for tables in checks.CHECKED_BY_STEP.values() for t in tables}
     assert len(PARTITION_CHECKS) == len(checks.CHECKED_BY_STEP)
     specs = [s for c in PARTITION_CHECKS for s in c.check_specs]
-    assert len(specs) == len({s.key for s in specs}) == 43 and all(s.blocking for s in specs)
+    assert len(specs) == len({s.key for s in specs}) == 44 and all(s.blocking for s in specs)
 
 
 def test_every_check_passes_on_the_sample_corpus(built: Built):

@@ -115,11 +115,11 @@ def _failures(instance: DagsterInstance, run_id: str, logs: Path) -> str:
 
 
 def test_gpu_steps_share_the_gpu_pool():
-    """The grounding and embedding steps claim the Dagster pool "gpu", whatever executor runs them."""
+    """The speech, grounding and embedding steps claim the Dagster pool "gpu", whatever executor runs them."""
     job = executors.job_on("multiprocess")
     pools = {node.name: node.definition.pool for node in job.graph.nodes}
     assert pools["ground_images"] == "gpu" and pools["embed"] == "gpu"
-    assert {name for name, pool in pools.items() if pool == "gpu"} == {"ground_images", "embed"}
+    assert {name for name, pool in pools.items() if pool == "gpu"} == {"transcripts", "ground_images", "embed"}
 
 
 def test_executor_names_are_checked(monkeypatch: pytest.MonkeyPatch):

@@ -18,7 +18,8 @@ from pipelines.definitions import defs
 from pipelines.resources import default_resources
 
 PARTITIONED = [
-    ingest.ingest, text.chunks, text.parse, text.entities, vision.ground_images, vision.cross_modal_links,
+    ingest.transcripts, ingest.ingest, text.chunks, text.parse, text.entities, vision.ground_images,
+    vision.cross_modal_links,
     graph_inputs.build_nodes,
 ]  # fmt: skip
 

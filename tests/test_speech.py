@@ -177,6 +177,7 @@ class Spoken:
     corpus: Path
     data: Path
     logs: list[str]  # the messages the partition's run logged
+    ingest_logs: list[str]  # ... its ingest step
 
 
 @pytest.fixture(scope="module")
@@ -196,8 +197,9 @@ def spoken(spoken_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Spo
     run = materialize(PARTITIONED, partition_key="recordings", instance=instance, resources=resources)
     assert run.success
     assert materialize(PARTITIONED + GLOBAL, instance=instance, resources=resources, selection=GLOBAL).success
-    logs = [e.user_message for e in instance.all_logs(run.run_id) if e.user_message]
-    return Spoken(spoken_corpus, data, logs)
+    events = [e for e in instance.all_logs(run.run_id) if e.user_message]
+    return Spoken(spoken_corpus, data, [e.user_message for e in events],
+                  [e.user_message for e in events if e.step_key == "ingest"])  # fmt: skip
 
 
 @needs_espeak
@@ -225,6 +227,15 @@ def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(sp
     tables = pl.read_parquet(data / "tables" / "documents" / "*.parquet").filter(pl.col("kind") != "image")
     said = {r["source_path"]: (r["transcript_source"], r["language"]) for r in tables.iter_rows(named=True)}
     assert all(said[f"recordings/{n}"] == ("asr:whisper-base", "en") for n in SPOKEN), said
+    # the speech step read every recording without subtitles before ingest, which took them from the cache
+    speech = pl.read_parquet(data / "tables" / "transcripts" / "*.parquet")
+    rows = {r["source_path"]: r for r in speech.iter_rows(named=True)}
+    assert set(rows) == {f"recordings/{n}" for n in [*SPOKEN, "silence.wav"]}, rows  # broken.mp3 is ingest's
+    assert all(rows[f"recordings/{n}"]["language"] == "en" and rows[f"recordings/{n}"]["segments"] >= 1
+               and rows[f"recordings/{n}"]["problem"] is None for n in SPOKEN), rows  # fmt: skip
+    assert "no speech heard" in rows["recordings/silence.wav"]["problem"]
+    assert not any(r["cached"] for r in rows.values())  # the first build transcribes ...
+    assert not [m for m in spoken.ingest_logs if m.startswith("transcribing ")]  # ... in the speech step only
     # the run logged how far the recognition of each recording had come (the build display shows the last line)
     progress = [m for m in spoken.logs if m.startswith("transcribing recordings/lighthouse.wav: ")]
     assert progress and progress[-1].split(": ")[1].split(" of ")[0] == progress[-1].split(" of ")[1], progress

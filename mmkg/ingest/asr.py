@@ -161,9 +161,7 @@ class CachedTranscriber:
                 segments = [Segment(float(a), float(b), str(t)) for a, b, t in entry["segments"]]
                 self.language = str(entry.get("language") or "")
                 self.hits += 1
-                if heard is not None:
-                    heard(audio.size / sample_rate)
-                return segments
+                return segments  # nothing to follow: ``heard`` is not called
             except (ValueError, TypeError, KeyError, AttributeError):
                 pass  # a damaged entry is transcribed again and rewritten
         segments = self.inner.transcribe(audio, sample_rate, heard)
@@ -172,6 +170,14 @@ class CachedTranscriber:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes(path, json.dumps(entry).encode("utf-8"))
         return segments
+
+
+def cached(transcriber: Transcriber, data_root: Path) -> CachedTranscriber:
+    """``transcriber`` behind the data root's transcript cache (``<data root>/cache/asr``), which the speech step
+    fills and ingest reads: the one place both find it."""
+    if isinstance(transcriber, CachedTranscriber):
+        return transcriber
+    return CachedTranscriber(transcriber, Path(data_root) / "cache" / "asr")
 
 
 @lru_cache(maxsize=2)

@@ -306,6 +306,16 @@ def parse_subtitles(data: bytes, suffix: str) -> list[Segment]:
     return kept
 
 
+def _follow(progress: TranscriptProgress, offset: float, total: float, live: list[float]) -> Callable[[float], None]:
+    """What a transcriber is told for one block of a recording: seconds within the block, reported in the file."""
+
+    def heard(t: float) -> None:
+        live.append(t)
+        progress(min(offset + t, total), total)
+
+    return heard
+
+
 def transcript(
     path: Path,
     rel: str,
@@ -344,11 +354,12 @@ def transcript(
     total = min(info.duration or limits.max_media_seconds, limits.max_media_seconds)  # 0: the container did not say
     languages: dict[str, int] = {}  # samples of audio heard in each language (a language per block)
     reached = 0.0  # seconds of audio decoded and transcribed
+    live: list[float] = []  # progress reported by the model (none when every block came from the cache)
     try:
         segments = []
         for offset, audio in iter_audio(path, limits.max_media_seconds):
             reached = offset + audio.size / SAMPLE_RATE
-            told = None if progress is None else (lambda t, at=offset: progress(min(at + t, total), total))
+            told = None if progress is None else _follow(progress, offset, total, live)
             segments += [
                 Segment(offset + s.start, offset + s.end, s.text)
                 for s in transcriber.transcribe(audio, SAMPLE_RATE, told)
@@ -359,7 +370,7 @@ def transcript(
         problems.append(Rejection(rel, f"ASR failed ({type(exc).__name__}: {exc}); ingested without a transcript",
                                   stage="transcript"))  # fmt: skip
         return Transcript([], "", problems)
-    if progress is not None:
+    if progress is not None and live:
         progress(reached, reached)  # done: the audio's own length (a container's stated duration can differ)
     heard = [s for s in segments if s.text.strip()]
     if not heard:

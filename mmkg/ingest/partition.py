@@ -18,7 +18,7 @@ import polars as pl
 
 from mmkg import schemas
 from mmkg.ids import content_id
-from mmkg.ingest.asr import CachedTranscriber
+from mmkg.ingest.asr import cached
 from mmkg.ingest.base import ImageRef, Limits, Rejected, Rejection, SourceDocument, rel_posix
 from mmkg.ingest.budget import apply_text_budgets
 from mmkg.ingest.files import list_partitions, partition_files  # noqa: F401 - also imported from here
@@ -253,8 +253,8 @@ def ingest_partition(
         raise FileNotFoundError(
             f"partition folder {pdir} does not exist; partitions are the sub-folders of the corpus root {root}"
         )
-    if transcriber is not None and not isinstance(transcriber, CachedTranscriber):
-        transcriber = CachedTranscriber(transcriber, store.data_root / "cache" / "asr")
+    if transcriber is not None:
+        transcriber = cached(transcriber, store.data_root)
     reader = _Reader(root, partition, store, limits or Limits(), transcriber, speech_progress)
     files = partition_files(pdir)
     media_files = {p.resolve() for p in files if p.suffix.lower() in MEDIA_EXT}
