@@ -178,7 +178,7 @@ _TYPED = {"person": {"PERSON"}, "organization": {"ORG"}, "place": {"GPE", "LOC"}
 def _typed_pages(question: str, hits: list[Hit], tau: float) -> dict:
     """``tau`` for each page with a retrieved chunk that holds a value of the question's expected type."""
     from mmkg.generation.question import analyze
-    from mmkg.generation.reader import entities
+    from mmkg.generation.sentences import entities
     from mmkg.settings import get_settings
 
     a = analyze(question)

@@ -13,7 +13,8 @@ from mmkg.chunking import chunk_documents
 from mmkg.generation.base import Evidence
 from mmkg.generation.counting import COMPLETE, asked_parts, count_parts
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf import read_pdf
 from mmkg.parts import part_table

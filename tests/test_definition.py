@@ -7,7 +7,8 @@ import pytest
 from mmkg.generation.base import Evidence
 from mmkg.generation.definition import defined_term, definitions, expansions
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE
 
 GESTALT = (
     "Gestalt Principles of Visual Perception\n"

@@ -354,7 +354,7 @@ def test_openai_backend_sends_the_picture_as_a_data_url(art_index: Index, llama_
 
 def test_a_decline_never_says_a_number_is_below_itself():
     """"confidence 0.36 is below 0.36" (0.3595 against 0.364) read as a contradiction to a user."""
-    from mmkg.generation.reader import below
+    from mmkg.generation.short_answer import below
 
     assert below(0.3595, 0.364) == "confidence 0.359 is below 0.364"
     assert below(0.29, 0.364) == "confidence 0.29 is below 0.36"

@@ -7,9 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from mmkg.generation.base import Evidence
+from mmkg.generation.document_answers import KEYED
 from mmkg.generation.lookup import codes, keyed_lines, labelled_lines, named_rows, row_value
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import KEYED, NOT_ANSWERABLE, Reader
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE
 from mmkg.ingest.base import Limits
 from mmkg.ingest.pdf import read_pdf
 from mmkg.retrieval.results import RetrievalResult

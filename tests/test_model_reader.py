@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT, ArtCorpus, build_index
 
-from mmkg.generation.reader import NOT_ANSWERABLE, ShortAnswer, Support, normalize
+from mmkg.generation.short_answer import NOT_ANSWERABLE, ShortAnswer, Support, normalize
 from mmkg.generation.support import enforce, spans_in, unsupported
 from mmkg.llm.base import Evidence
 from mmkg.llm.installed import GGUF_SHA256, MODEL_NAME, ModelFileError, reader_model, verify

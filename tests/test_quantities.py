@@ -25,7 +25,8 @@ from mmkg.generation.quantities import (
     year_of,
 )
 from mmkg.generation.question import analyze, split_instructions
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE
 from mmkg.numerals import spelled_number
 
 

@@ -18,7 +18,8 @@ from mmkg.generation import ExtractiveGenerator, answer, prepare
 from mmkg.generation.cells import named_cells
 from mmkg.generation.dates import date_key
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import MIN_CONFIDENCE, NOT_ANSWERABLE, Reader, normalize
+from mmkg.generation.reader import MIN_CONFIDENCE, Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE, normalize
 from mmkg.index import Index
 from mmkg.retrieval import retrieve
 
@@ -477,7 +478,7 @@ def test_a_hyphened_nationality_shares_each_of_its_parts():
     reader = Reader(min_confidence=0.0)
     assert reader.read(analyze("Do Ivar Lunde and Ulla Vik have the same nationality?"), None, ev).text == "yes"
     assert reader.read(analyze("Do Rosa Pino and Ulla Vik have the same nationality?"), None, ev).text == "no"
-    from mmkg.generation.reader import _shared_value
+    from mmkg.generation.comparison import _shared_value
 
     assert _shared_value("Czech- American", "American") and not _shared_value("South African", "African-American")
     assert not _shared_value("German-born", "Canadian-born")  # "born" is no place
@@ -487,7 +488,7 @@ def test_neighbouring_countries_with_one_stem_are_not_one_place():
     # a shared four-letter prefix is no shared place: Austria is not Australia, Guinea-Bissau is not Guinea,
     # while a demonym's ending ("Italy" / "Italian", "Belgium" / "Belgian") still is
     from mmkg.generation.places import same_place
-    from mmkg.generation.reader import _shared_value
+    from mmkg.generation.comparison import _shared_value
 
     for a, b in (("austria", "australia"), ("austrian", "australian"), ("slovakia", "slovenia"), ("slovak", "slovene"),
                  ("malay", "malawi"), ("guinea bissau", "guinea")):  # fmt: skip
@@ -655,7 +656,7 @@ def test_a_missing_bridge_page_is_retrieved_for_the_second_hop(art_index: Index)
 
 
 def test_the_reader_uses_the_entity_spans_the_build_parsed(art_index: Index, monkeypatch: pytest.MonkeyPatch):
-    import mmkg.generation.reader as reader_module
+    import mmkg.generation.sentences as sentences_module
     from mmkg.generation.answer import retrieve as answer_retrieve
 
     q = "Where was the painter of The Blue Harbour born?"
@@ -664,8 +665,8 @@ def test_the_reader_uses_the_entity_spans_the_build_parsed(art_index: Index, mon
     assert spans is not None and all(c.mentions == spans[c.chunk_id] for c in res.chunks)
     assert ("Margit Holm", "PERSON") in {m for c in res.chunks for m in c.mentions or ()}
     # with every chunk's spans attached, no sentence goes through NER at query time
-    reader_module._NER_CACHE.clear()
-    monkeypatch.setattr(reader_module, "_ner_pipeline", lambda model: pytest.fail("NER ran at query time"))
+    sentences_module._NER_CACHE.clear()
+    monkeypatch.setattr(sentences_module, "_ner_pipeline", lambda model: pytest.fail("NER ran at query time"))
     a = answer(art_index, q, ExtractiveGenerator(), k=5)
     assert a.short_answer == "Uppsala" and a.latency_ms["read"] > 0
 

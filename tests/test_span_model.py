@@ -21,7 +21,7 @@ from mmkg.cli import app
 from mmkg.generation import GenerationError, answer, get_generator
 from mmkg.generation.base import Evidence, GenerationRequest
 from mmkg.generation.extractive import ExtractiveGenerator
-from mmkg.generation.reader import ShortAnswer, Support
+from mmkg.generation.short_answer import ShortAnswer, Support
 from mmkg.generation.span_model import SpanModelGenerator, sentence_around
 from mmkg.index import Index
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from mmkg.generation.answer import hints
 from mmkg.generation.base import Evidence
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import NOT_ANSWERABLE, Reader
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import NOT_ANSWERABLE
 from mmkg.generation.superlative import best_row, ruled_tables, text_tables
 from tests.test_lookup import _pdf_evidence
 

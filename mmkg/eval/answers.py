@@ -48,8 +48,9 @@ from mmkg.generation import calibration
 from mmkg.generation.answer import reading_ms, retrieve
 from mmkg.generation.context import build_context
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED, ShortAnswer, normalize
+from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED
 from mmkg.generation.reading import model_reader, read
+from mmkg.generation.short_answer import ShortAnswer, normalize
 from mmkg.generation.support import unsupported
 from mmkg.index.reader import Index
 

@@ -27,8 +27,9 @@ from mmkg.generation.context import Context, build_context, citation_markers, ci
 from mmkg.generation.counting import asked_parts, asks_items
 from mmkg.generation.prompts import load_template
 from mmkg.generation.question import analyze
-from mmkg.generation.reader import Reader, ShortAnswer
+from mmkg.generation.reader import Reader
 from mmkg.generation.reading import read
+from mmkg.generation.short_answer import ShortAnswer
 from mmkg.retrieval import engine as retrieval
 from mmkg.retrieval.document_lists import evidence_lists
 from mmkg.retrieval.document_parts import document_parts

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from mmkg.generation.base import Generation, GenerationRequest, approx_tokens
 
 if TYPE_CHECKING:  # the reader imports this module's stop words: its answer type is for annotations only
-    from mmkg.generation.reader import ShortAnswer
+    from mmkg.generation.short_answer import ShortAnswer
 
 #: a word as the readers count them: letters and digits, with apostrophes and hyphens inside ("Jane's", "Wo-ping")
 WORD = re.compile(r"[\w'-]+", re.UNICODE)

@@ -37,7 +37,9 @@ from typing import TYPE_CHECKING
 from mmkg.generation.base import Evidence
 from mmkg.generation.calibration import Calibration
 from mmkg.generation.question import QuestionAnalysis, labels_for
-from mmkg.generation.reader import Candidate, Reader, ShortAnswer, Support, bare_title, below, decline, normalize
+from mmkg.generation.reader import Reader
+from mmkg.generation.sentences import ranked
+from mmkg.generation.short_answer import Candidate, ShortAnswer, Support, bare_title, below, decline, normalize
 from mmkg.generation.spans import Span, spans
 
 if TYPE_CHECKING:
@@ -123,7 +125,7 @@ class ModelReader:
     def options(self, q: QuestionAnalysis, reading: ShortAnswer, evidence: Sequence[Evidence],
                 ) -> tuple[list[Support], list[Option]]:  # fmt: skip
         """The sentences shown to the model and every candidate with its features (the model's scores included)."""
-        sentences = self.reader.ranked(q, evidence, CONTEXT_SENTENCES)
+        sentences = ranked(q, evidence, CONTEXT_SENTENCES)
         where = {(s.label, s.sentence): i for i, s in enumerate(sentences)}
         cands: list[Span] = []
         reader_scores: dict[str, float] = {}

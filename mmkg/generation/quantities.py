@@ -236,3 +236,13 @@ def total_of(text: str, a: int, b: int) -> int:
         if len(terms) >= TOTAL_TERMS:
             break
     return 0
+
+def number_value(text: str) -> float | None:
+    """The first number of ``text`` as a float ("$1,250.5" -> 1250.5, "-3%" -> -3.0); None when it has none."""
+    m = NUMBER.search(text.replace("\u2212", "-"))
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", "").replace("$", "").rstrip("%"))
+    except ValueError:
+        return None

@@ -24,7 +24,8 @@ from mmkg.generation import calibration
 from mmkg.generation.base import Evidence, GenerationError
 from mmkg.generation.model_reader import ModelReader, Option
 from mmkg.generation.question import QuestionAnalysis
-from mmkg.generation.reader import Reader, ShortAnswer, below, decline
+from mmkg.generation.reader import Reader
+from mmkg.generation.short_answer import ShortAnswer, below, decline
 from mmkg.generation.support import enforce
 from mmkg.retrieval.results import RetrievalResult
 

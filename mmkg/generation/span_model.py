@@ -46,7 +46,7 @@ from typing import Any
 
 from mmkg.generation.base import Evidence, Generation, GenerationError, GenerationRequest, approx_tokens
 from mmkg.generation.extractive import render_reading
-from mmkg.generation.reader import NOT_ANSWERABLE, Candidate, ShortAnswer, Support
+from mmkg.generation.short_answer import NOT_ANSWERABLE, Candidate, ShortAnswer, Support
 
 #: the reader's methods whose answers stand: computed, compared or read off a structure, which a span model
 #: cannot do

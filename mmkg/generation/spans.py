@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from mmkg.generation.extractive import STOPWORDS, WORD
 from mmkg.generation.phrases import tags
-from mmkg.generation.reader import Support, entities, normalize
+from mmkg.generation.sentences import entities
+from mmkg.generation.short_answer import Support, normalize
 
 PHRASE_POS = frozenset({"ADJ", "NOUN", "PROPN", "NUM"})
 _LINKS = frozenset({"of", "and", "&", "-", "in", "for", "de", "von", "van", "der"})  # inside a capitalized name

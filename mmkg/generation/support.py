@@ -24,7 +24,8 @@ from dataclasses import replace
 
 from mmkg.generation.base import Evidence
 from mmkg.generation.quantities import NUMBER
-from mmkg.generation.reader import NOT_ANSWERABLE, ShortAnswer, Support, normalize, split_sentences
+from mmkg.generation.sentences import split_sentences
+from mmkg.generation.short_answer import NOT_ANSWERABLE, ShortAnswer, Support, normalize
 
 COMPUTED = frozenset({"arithmetic", "parts", "list"})  # values the reader computes from the items it cites
 COUNTED = frozenset({"parts", "list"})  # counts whose items the reason lists with their pages
