@@ -120,7 +120,6 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
         if i % 200 == 0 or i == n - 1:
             context.log.info(f"[{i + 1}/{n}] {rel}")
 
-
     # Taken before reading: a file changed mid-read leaves a fingerprint that no longer matches, so it re-runs.
     fingerprint = corpus.fingerprint(partition)
     result = ingest_partition(

@@ -25,6 +25,7 @@ from mmkg.ingest.files import list_partitions, partition_files  # noqa: F401 - a
 from mmkg.ingest.formats import FORMATS, Links, extensions, format_for
 from mmkg.ingest.images import ImageStore, decode_and_store
 from mmkg.ingest.media import MEDIA_EXT, SUBTITLE_EXT, read_media, sidecars
+from mmkg.ingest.speech import SpeechProgress
 
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 #: the extensions of the built-in formats: pictures, media, subtitles and the documents of ``mmkg.ingest.formats``
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from mmkg.ingest.asr import Transcriber
 
 Progress = Callable[[int, int, str], None]
-#: told how far speech recognition of one file has come: (file, seconds transcribed, seconds of the recording)
-SpeechProgress = Callable[[str, float, float], None]
 
 
 @dataclass
