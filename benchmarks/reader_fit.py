@@ -34,23 +34,22 @@ def _rows(paths: list[Path]) -> list[dict[str, Any]]:
 
 
 def decide(row: dict[str, Any], cal: Any) -> tuple[str, float, int, bool]:
-    """(answer text, confidence, right, hard-declined) of the policy on one dumped question, before the
-    threshold."""
-    from mmkg.generation.calibration import RULE_FAMILIES
+    """(answer text, confidence, right, hard-declined) of the policy on one dumped question: the policy is
+    ``Calibration.decide``, what ``mmkg ask`` runs (``cal`` may be any object with its maps and threshold)."""
+    from mmkg.generation.calibration import Calibration, RuleAnswer
 
-    if row["options"]:
-        best = max(row["options"], key=lambda o: cal.candidate.prob(o["features"]))
-        conf = cal.chosen(cal.candidate.prob(best["features"]))
+    rule = RuleAnswer(row["method"], row["confidence"], row["abstained"], row["declined_for"],
+                      bool(row["guess"] if row["abstained"] else row["text"]))  # fmt: skip
+    probs = [cal.candidate.prob(o["features"]) for o in row["options"]]
+    d = Calibration.decide(cal, probs, rule)
+    if d.option is not None:
+        best = row["options"][d.option]
         if best["features"]["reader_top"] and row["guess"]:
-            return row["guess"], conf, row["guess_right"], False
-        return best["text"], conf, best["right"], False
-    hard = row["abstained"] and row["declined_for"] not in ("", "confidence")
-    text = row["guess"] or row["text"]
-    conf = cal.rule_confidence(row["method"], row["confidence"]) if row["method"] in RULE_FAMILIES else \
-        row["confidence"]  # fmt: skip
+            return row["guess"], d.confidence, row["guess_right"], False
+        return best["text"], d.confidence, best["right"], False
     if row["abstained"] and not row["guess"]:
-        return text, 0.0, row["text_right"], True
-    return text, conf, row["guess_right"], hard or (row["method"] not in RULE_FAMILIES and row["abstained"])
+        return row["text"], d.confidence, row["text_right"], True
+    return row["guess"] or row["text"], d.confidence, row["guess_right"], d.hard
 
 
 def ece(pairs: list[tuple[float, int]], bins: int = 10) -> float:

@@ -116,6 +116,37 @@ def _ev(label: int, text: str) -> Evidence:
     return Evidence(label, "chunk", text, f"c{label}", f"d{label}", "Doc", "doc.md")
 
 
+def test_one_policy_decides_for_mmkg_ask_and_for_the_fit():
+    """``Calibration.decide`` is what ``mmkg ask`` states and what ``benchmarks/reader_fit.py`` fits the threshold
+    on: the model's most probable candidate at the chosen map's confidence; a computed answer by its family's map;
+    an answer the reader declined stays declined."""
+    sys.path.insert(0, str(PROJECT / "benchmarks"))
+    from reader_fit import decide
+
+    from mmkg.generation.calibration import Calibration, Isotonic, Logistic, RuleAnswer
+
+    cal = Calibration(Logistic(["lp"], [1.0], 0.0, [0.0], [1.0]), Isotonic([0.0, 1.0], [0.0, 0.8]),
+                      {"yes_no": Isotonic([0.0, 1.0], [0.2, 0.6])}, threshold=0.5)  # fmt: skip
+    chosen = cal.decide([0.2, 0.9, 0.4], RuleAnswer("span", 0.3, False, "", True))
+    assert (chosen.option, chosen.confidence, chosen.stated) == (1, 0.72, True)
+    assert cal.decide([0.2, 0.5], RuleAnswer("span", 0.3, False, "", True)).stated is False  # 0.4 < 0.5
+    assert cal.decide([], RuleAnswer("yes_no", 1.0, False, "", True)).stated  # its map: 0.6
+    assert not cal.decide([], RuleAnswer("yes_no", 0.5, False, "", True)).stated  # 0.4
+    held = cal.decide([], RuleAnswer("arithmetic", 0.9, True, "the question names X, which no evidence mentions",
+                                     True))  # fmt: skip
+    assert held.hard and not held.stated
+    assert cal.decide([], RuleAnswer("definition", 0.5, False, "", True)).stated  # no map: the reader's own
+    # the fit scores a dumped question by the same decision
+    row = {"method": "span", "confidence": 0.3, "abstained": False, "declined_for": "", "text": "A", "guess": "A",
+           "text_right": 0, "guess_right": 0,
+           "options": [{"text": "B", "right": 1, "features": {"lp": 2.0, "reader_top": 0.0}},
+                       {"text": "A", "right": 0, "features": {"lp": -1.0, "reader_top": 1.0}}]}  # fmt: skip
+    assert decide(row, cal) == ("B", round(0.8 * cal.candidate.prob({"lp": 2.0}), 3), 1, False)
+    row |= {"options": [], "method": "yes_no", "confidence": 0.5, "text": "no", "guess": "", "text_right": 1,
+            "guess_right": 1}  # fmt: skip
+    assert decide(row, cal) == ("no", 0.4, 1, False)
+
+
 def test_a_stated_answer_no_cited_sentence_says_is_declined_with_the_guess_kept():
     said = "Marcus Lindqvist wrote this runbook in March 2024."
     title = "Grace Hopper and the Cameraman: Free Test Images"

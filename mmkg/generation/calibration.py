@@ -15,6 +15,10 @@ Two maps, both fitted on dev questions only (``benchmarks/reader_fit.py``, from 
 ``threshold`` is the confidence below which a stated answer is declined (shown as a best guess instead), chosen on
 dev as the lowest that keeps the answered questions' precision at 0.80 or more.
 
+``Calibration.decide`` is the policy itself: which answer is stated, at what confidence, or declined. ``mmkg ask``
+(``mmkg.generation.reading``) and the fit (``benchmarks/reader_fit.py``, on dumped candidates) both call it, so
+the threshold is chosen for the decisions the reader makes.
+
 Hand-written inference (a dot product and ``numpy.interp``) rather than pickled scikit-learn objects: the file is
 plain JSON a person can read and diff, and loading it needs no scikit-learn version match. Fitting uses
 scikit-learn (``fit_logistic``, ``fit_isotonic``).
@@ -31,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mmkg.generation.short_answer import ShortAnswer
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
 #: the method families of the reader's computed answers, each with a confidence map of its own
@@ -69,6 +75,33 @@ class Isotonic:
         return float(np.interp(p, self.x, self.y))
 
 
+@dataclass(frozen=True)
+class RuleAnswer:
+    """What the policy needs of the rule reader's answer."""
+
+    method: str  # the reader's method: span, choice, yes_no, arithmetic, lookup, ...
+    confidence: float  # the reader's own confidence
+    abstained: bool
+    declined_for: str  # "" (stated), "confidence", or what the evidence lacks (a name, the page pointed at)
+    has_text: bool  # an answer to state: its own, or its best guess when it declined
+
+    @classmethod
+    def of(cls, ans: ShortAnswer) -> RuleAnswer:
+        return cls(ans.method, ans.confidence, ans.abstained, ans.declined_for,
+                   bool(ans.guess if ans.abstained else ans.text))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's decision: the model's candidate (an index into the options) or the rule reader's answer, its
+    calibrated confidence, and whether it is stated; ``hard`` when it is declined whatever the confidence."""
+
+    option: int | None
+    confidence: float
+    stated: bool
+    hard: bool = False
+
+
 @dataclass
 class Calibration:
     candidate: Logistic
@@ -76,6 +109,23 @@ class Calibration:
     rules: dict[str, Isotonic]
     threshold: float
     fitted_on: dict[str, Any] = field(default_factory=dict)  # the questions and figures of the fit, for people
+
+    def decide(self, option_probs: Sequence[float], rule: RuleAnswer) -> Decision:
+        """The policy (see the module's docstring). With candidates the model scored (``option_probs``, each the
+        candidate regression's probability), the most probable is chosen, at the chosen map's confidence. Else the
+        rule reader's answer stands: one it declined stays declined (for what the evidence lacks, or by its own
+        threshold), the answers it computes (``RULE_FAMILIES``) get their family's map, and any other stated
+        answer keeps the reader's confidence. Stated when the confidence is at least the threshold."""
+        if option_probs:
+            best = max(range(len(option_probs)), key=lambda i: option_probs[i])
+            conf = round(self.chosen(option_probs[best]), 3)
+            return Decision(best, conf, conf >= self.threshold)
+        if rule.abstained:
+            return Decision(None, rule.confidence if rule.has_text else 0.0, False, hard=True)
+        if rule.method in RULE_FAMILIES:
+            conf = self.rule_confidence(rule.method, rule.confidence)
+            return Decision(None, conf, conf >= self.threshold)
+        return Decision(None, rule.confidence, True)
 
     def rule_confidence(self, method: str, confidence: float) -> float:
         """The calibrated confidence of an answer the reader computed (``RULE_FAMILIES``); others unchanged."""

@@ -35,7 +35,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from mmkg.generation.base import Evidence
-from mmkg.generation.calibration import Calibration
+from mmkg.generation.calibration import Calibration, RuleAnswer
 from mmkg.generation.question import QuestionAnalysis, labels_for
 from mmkg.generation.reader import Reader
 from mmkg.generation.sentences import ranked
@@ -180,8 +180,9 @@ class ModelReader:
         for o in opts:
             o.prob = cal.candidate.prob(o.features)
         opts.sort(key=lambda o: -o.prob)
-        best = opts[0]
-        confidence = round(cal.chosen(best.prob), 3)
+        decision = cal.decide([o.prob for o in opts], RuleAnswer.of(reading))
+        best = opts[decision.option or 0]
+        confidence = decision.confidence
         shown = sentences[best.span.sentence]
         text = best.span.text
         if best.features["reader_top"] and stated_text(reading):
@@ -199,7 +200,7 @@ class ModelReader:
         why = f"{self.model.name} chose it among {len(opts)} spans of the evidence; {agreed}"
         out = replace(reading, text=text, confidence=confidence, abstained=False, guess="", support=support,
                       candidates=cands, reason=why, declined_for="", model=self.model.name)  # fmt: skip
-        if confidence < cal.threshold:
+        if not decision.stated:
             decline(out, below(confidence, cal.threshold), keep_confidence=True)
         return out
 

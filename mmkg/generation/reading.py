@@ -5,7 +5,8 @@
 1. ``reader.Reader``: typed candidates, comparisons, yes/no, counts, arithmetic, keyed lookups (no model);
 2. ``model_reader.ModelReader``: for span answers, the reading model chooses among the reader's candidates and the
    spans of the best sentences, with calibrated confidence, declining below the calibrated threshold;
-3. ``calibration``: the confidence of the reader's computed answers, mapped to how often such answers are right;
+3. ``calibration``: the policy (``Calibration.decide``, which the fit calls too): the confidence of the reader's
+   computed answers, mapped to how often such answers are right, and what is stated;
 4. ``support.enforce``: a stated answer the cited sentences do not say is declined.
 
 The model is ``reader_model`` (``MMKG_READER_MODEL``): the installed SmolLM2 unless it names another file, or
@@ -85,9 +86,9 @@ def read(analysis: QuestionAnalysis, result: RetrievalResult | None, evidence: S
     else:
         notes.append(f"answered by the rule reader alone: {why}")
     cal = calibration.load() if mr is not None else None
-    if cal is not None and not reading.model and not reading.abstained:
-        conf = cal.rule_confidence(reading.method, reading.confidence)
-        reading = replace(reading, confidence=conf)
-        if conf < cal.threshold and reading.method in calibration.RULE_FAMILIES:
-            decline(reading, below(conf, cal.threshold), keep_confidence=True)
+    if cal is not None and not reading.model and not reading.abstained:  # the rule reader's answer stands
+        decision = cal.decide([], calibration.RuleAnswer.of(reading))
+        reading = replace(reading, confidence=decision.confidence)
+        if not decision.stated:
+            decline(reading, below(decision.confidence, cal.threshold), keep_confidence=True)
     return Reading(enforce(reading, evidence, analysis.options), rules, options, notes)
