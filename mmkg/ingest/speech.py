@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 SpeechProgress = Callable[[str, float, float], None]
 
 
+def has_recordings(corpus_root: Path | str, partition: str) -> bool:
+    """Whether ``corpus_root/partition`` holds a video or audio file: only then is a speech model worth loading
+    (about a second, in every process that runs the speech or the ingest step)."""
+    folder = Path(corpus_root) / partition
+    return folder.is_dir() and any(p.suffix.lower() in MEDIA_EXT for p in partition_files(folder))
+
+
 def transcribe_partition(
     corpus_root: Path | str,
     partition: str,
