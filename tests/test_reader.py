@@ -487,8 +487,8 @@ def test_a_hyphened_nationality_shares_each_of_its_parts():
 def test_neighbouring_countries_with_one_stem_are_not_one_place():
     # a shared four-letter prefix is no shared place: Austria is not Australia, Guinea-Bissau is not Guinea,
     # while a demonym's ending ("Italy" / "Italian", "Belgium" / "Belgian") still is
-    from mmkg.generation.places import same_place
     from mmkg.generation.comparison import _shared_value
+    from mmkg.generation.places import same_place
 
     for a, b in (("austria", "australia"), ("austrian", "australian"), ("slovakia", "slovenia"), ("slovak", "slovene"),
                  ("malay", "malawi"), ("guinea bissau", "guinea")):  # fmt: skip
