@@ -154,6 +154,23 @@ def test_sensor_names_a_missing_corpus_root(tmp_path: Path):
         _tick(DagsterInstance.ephemeral(), tmp_path / "nowhere", None)
 
 
+def test_the_assets_before_documents_are_every_asset_upstream_of_it():
+    """A partition is "incomplete" when an asset lacks a materialization since its last ``documents`` one; the assets
+    its run writes before ``documents`` cannot have one, and are exactly ``BEFORE_DOCUMENTS``."""
+    from dagster import AssetKey
+
+    from pipelines.records import BEFORE_DOCUMENTS
+
+    graph = defs.resolve_asset_graph()
+    upstream, todo = set(), [AssetKey("documents")]
+    while todo:
+        for parent in graph.get(todo.pop()).parent_keys:
+            if parent not in upstream:
+                upstream.add(parent)
+                todo.append(parent)
+    assert upstream == set(BEFORE_DOCUMENTS)
+
+
 # -- incremental re-indexing of the sample corpus through the sensors and the schedule -------------
 
 
