@@ -7,6 +7,7 @@ from dagster import AssetExecutionContext, AssetOut, MetadataValue, Output, asse
 from assets._metadata import OWNERS, counts, table_metadata
 from assets._subset import subsettable
 from assets.partitions import corpus_partitions
+from mmkg.build_display import clock
 from mmkg.ingest import ingest_partition
 from mmkg.ingest.fingerprint import FINGERPRINT_KEY
 from mmkg.ingest.speech import has_recordings, transcribe_partition
@@ -14,11 +15,6 @@ from resources import CorpusResource, StorageResource
 
 #: how often a recording's speech recognition logs how far it has come, seconds
 SPEECH_LOG_S = 5.0
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(round(seconds), 60)
-    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
 def _speech_log(context: AssetExecutionContext):
@@ -30,7 +26,7 @@ def _speech_log(context: AssetExecutionContext):
         now = time.monotonic()
         if rel not in told or now - told[rel] >= SPEECH_LOG_S or done >= total:
             told[rel] = now
-            context.log.info(f"transcribing {rel}: {_clock(done)} of {_clock(total)}")
+            context.log.info(f"transcribing {rel}: {clock(done)} of {clock(total)}")
 
     return speech
 

@@ -199,7 +199,7 @@ class BuildDisplay:
 
     def done(self, what: str, seconds: float) -> None:
         """A run ended after ``seconds``."""
-        took = f" in {_clock(seconds)}"
+        took = f" in {clock(seconds)}"
         if what == "publish_index":
             self.console.print(f"[green]✓[/] published{took}")
         else:  # a long folder name loses its end, with an ellipsis; the time stays on the line
@@ -297,8 +297,9 @@ def _completed(done: int, total: int | None, steps_done: int, steps_in_run: int 
     return done + part
 
 
-def _clock(seconds: float) -> str:
-    """12.4 -> 0:12.4; 3725 -> 1:02:05.0 (as the CLI's summary writes times)."""
+def clock(seconds: float) -> str:
+    """12.4 -> 0:12.4; 3725 -> 1:02:05.0: how the CLI, the build display and the steps' progress lines write a
+    time (the one definition; ``mmkg.cli.common`` and ``assets.ingest`` import it)."""
     h, rest = divmod(float(seconds), 3600)
     m, s = divmod(rest, 60)
     return f"{int(h)}:{int(m):02d}:{s:04.1f}" if h else f"{int(m)}:{s:04.1f}"

@@ -240,10 +240,3 @@ def environ(env: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-
-
-def clock(seconds: float) -> str:
-    """12.4 -> 0:12.4; 3725 -> 1:02:05.0"""
-    h, rest = divmod(float(seconds), 3600)
-    m, s = divmod(rest, 60)
-    return f"{int(h)}:{int(m):02d}:{s:04.1f}" if h else f"{int(m)}:{s:04.1f}"

@@ -14,13 +14,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from mmkg.build_display import clock
 from mmkg.cli.common import (
     CorpusOption,
     DataRootOption,
     IndexPath,
     Processes,
     app,
-    clock,
     console,
     current_settings,
     environ,

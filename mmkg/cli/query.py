@@ -11,11 +11,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from mmkg.build_display import clock
 from mmkg.cli.common import (
     IndexPath,
     app,
     check_index,
-    clock,
     console,
     current_settings,
     err_console,
