@@ -7,7 +7,7 @@ The dumps are ``benchmarks/reader_candidates.py``'s (``cands_tw``, ``cands_dev``
 ``cands_val``, ``cands_plain`` checked). 2Wiki's evidence is text pages and MMLongBench-Doc's one PDF, so each
 question's kind is its set's. The policy is ``benchmarks/reader_fit.py``'s ``decide``, with the candidate
 regression, the chosen-candidate map and the rule families' maps fitted as each variant says; the threshold is
-chosen as there (the lowest confidence at which the pooled dev answers are 80 % right).
+chosen and each set scored by its ``lowest_threshold`` and ``score_set`` (80 % right on the pooled dev answers).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def main(
     dumps: Annotated[Path, typer.Option(help="Folder of the candidate dumps (cands_*.jsonl).")] = Path("/tmp/ev"),
     min_support: Annotated[int, typer.Option(help="Dev answers a family needs on a kind of evidence.")] = 10,
 ) -> None:
-    from reader_fit import decide, ece
+    from reader_fit import decide, lowest_threshold, score_set
 
     data = {n: _load(dumps, n) for n in (*FIT, *CHECK)}
     fit_rows = [r for n in FIT for r in data[n]]
@@ -112,25 +112,11 @@ def main(
             cal.kind = r["kind"]
             return decide(r, cal)
 
-        pooled = [decided(r) for r in fit_rows]
-        cal.threshold = 1.0
-        for t in sorted({round(c, 3) for _, c, _, hard in pooled if not hard}):
-            sel = [right for _, c, right, hard in pooled if not hard and c >= t]
-            if sel and sum(sel) / len(sel) >= 0.8:
-                cal.threshold = t
-                break
+        cal.threshold = lowest_threshold([decided(r, cal) for r in fit_rows], 0.8)
         for n in (*FIT, *CHECK):
-            stated = right = final = 0
-            pairs = []
-            for r in data[n]:
-                text, conf, ok, hard = decided(r)
-                if not hard and conf >= cal.threshold and text and text != "Not answerable":
-                    stated, right, final = stated + 1, right + ok, final + ok
-                    pairs.append((conf, ok))
-                else:
-                    final += r["na_right"]
-            print(f"| {name} (threshold {cal.threshold:.3f}) | {n} | {stated} | {right / max(stated, 1):.3f} | "
-                  f"{final / len(data[n]):.3f} | {ece(pairs):.3f} |")
+            f = score_set(n, data[n], cal, decided)
+            print(f"| {name} (threshold {cal.threshold:.3f}) | {n} | {f['stated']} | {f['precision']:.3f} | "
+                  f"{f['score']:.3f} | {f['ece_stated']:.3f} |")
 
 
 if __name__ == "__main__":

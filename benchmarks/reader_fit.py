@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -64,12 +65,24 @@ def ece(pairs: list[tuple[float, int]], bins: int = 10) -> float:
     return total
 
 
-def score_set(name: str, rows: list[dict[str, Any]], cal: Any) -> dict[str, float]:
+def lowest_threshold(decided: list[tuple[str, float, int, bool]], precision: float) -> float:
+    """The lowest confidence at which the decided questions stated (pooled over the fit sets) are right at least
+    ``precision`` of the time; 1.0 when none is."""
+    for t in sorted({round(conf, 3) for _, conf, _, hard in decided if not hard}):
+        sel = [right for _, conf, right, hard in decided if not hard and conf >= t]
+        if sel and sum(sel) / len(sel) >= precision:
+            return t
+    return 1.0
+
+
+def score_set(name: str, rows: list[dict[str, Any]], cal: Any,
+              decider: Callable[[dict[str, Any], Any], tuple[str, float, int, bool]] = decide) -> dict[str, float]:
+    """The policy's figures on one set (``decider``: ``decide``, or a variant's own)."""
     answerable = [r for r in rows if not r["na_right"]]
     stated = right_stated = final = guess_right = rules = model = 0
     pairs = []
     for r in rows:
-        text, conf, right, hard = decide(r, cal)
+        text, conf, right, hard = decider(r, cal)
         guess_right += right
         says = not hard and conf >= cal.threshold and text and text != "Not answerable"
         if says:
@@ -137,14 +150,7 @@ def main(
             ys.append(r["guess_right"])
     cal.rules = {f: fit_isotonic(xs, ys) for f, (xs, ys) in fams.items()}
     # the threshold: the lowest confidence whose answered questions (pooled over the fit sets) hold the precision
-    decided = [decide(r, cal) for r in rows]
-    candidates = sorted({round(conf, 3) for _, conf, _, hard in decided if not hard})
-    cal.threshold = 1.0
-    for t in candidates:
-        sel = [right for _, conf, right, hard in decided if not hard and conf >= t]
-        if sel and sum(sel) / len(sel) >= precision:
-            cal.threshold = t
-            break
+    cal.threshold = lowest_threshold([decide(r, cal) for r in rows], precision)
     cal.fitted_on = {"files": [p.name for p in fit], "questions": len(rows), "candidates": len(feats),
                      "precision_target": precision, "c": c,
                      "left_out": [f for f in FEATURES if f not in names]}  # fmt: skip
