@@ -68,11 +68,9 @@ def transcribe_partition(
         hits = asr.hits
         told = None if progress is None else (lambda done, total, rel=rel: progress(rel, done, total))
         tr = transcript(path, rel, root, info, limits, asr, told)
-        if not tr.source.startswith("asr:") and not tr.problems:
-            continue  # subtitles, or no audio: nothing was recognized
-        if not tr.source.startswith("asr:") and not any(p.source_path == rel for p in tr.problems):
-            continue  # only a sidecar's problem: the sidecar was read instead
         problem = next((p.reason for p in tr.problems if p.source_path == rel), None)
+        if not tr.source.startswith("asr:") and problem is None:
+            continue  # subtitles (a broken sidecar's problem is the sidecar's), or no audio: nothing was recognized
         rows.append({
             "partition": partition, "source_path": rel, "transcript_source": tr.source or f"asr:{asr.name}",
             "language": tr.language or None, "audio_s": round(min(info.duration, limits.max_media_seconds), 3),
