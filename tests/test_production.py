@@ -191,19 +191,43 @@ def _edit(deployed: Deployed, sentence: str) -> None:
     doc.write_text(doc.read_text(encoding="utf-8") + f"\n\n{sentence}\n", encoding="utf-8")
 
 
+def _gpu_slot_holder(deployed: Deployed, run_id: str, timeout: float = 300) -> str:
+    """The step of run ``run_id`` that holds the ``gpu`` pool's slot, once one does (transcripts, ground_images or
+    embed: the pool's steps claim a slot in the instance's concurrency table while they run)."""
+    import psycopg2
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with psycopg2.connect(deployed.cluster.dsn) as con, con.cursor() as cur:
+            cur.execute("SELECT step_key FROM concurrency_slots WHERE concurrency_key = 'gpu' AND run_id = %s", (run_id,))
+            held = [step for (step,) in cur.fetchall()]
+        if held:
+            return held[0]
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} never held the gpu pool's slot")
+
+
 def test_a_run_worker_killed_mid_step_fails_and_the_sensor_asks_again(deployed: Deployed):
-    """Run monitoring fails the run whose worker got SIGKILL; the corpus sensor asks for the partition again (its
-    files did not change since its last look, so it would not otherwise), and the change is served."""
+    """Run monitoring fails the run whose worker got SIGKILL while a step of the ``gpu`` pool ran; the slot it held
+    is freed (else the pool, limited to one step, would wait for it forever, and every later run with it); the
+    corpus sensor asks for the partition again (its files did not change since its last look, so it would not
+    otherwise), and the change is served."""
+    import psycopg2
+
     seen = len(_runs(deployed.cluster.url))
     _edit(deployed, "The telescope's spare mirror was polished by Quillon Varga in Danbury.")
-    _started_run(deployed, seen)
+    run_id = _started_run(deployed, seen)
+    step = _gpu_slot_holder(deployed, run_id)
     workers = _run_workers(deployed.state()["processes"]["code_server"]["pid"])
     assert len(workers) == 1, workers
     os.kill(workers[0], signal.SIGKILL)
     took = deployed.wait_served("Quillon", "Quillon telescope", k=5, timeout=400)
     runs = _runs(deployed.cluster.url)[seen:]
     assert ("index_partition", "FAILURE", "sensor") in runs and ("index_partition", "SUCCESS", "sensor") in runs, runs
-    deployed.measured["run_worker_killed"] = {"served_after_s": round(took, 1)}
+    with psycopg2.connect(deployed.cluster.dsn) as con, con.cursor() as cur:
+        cur.execute("SELECT count(*) FROM concurrency_slots WHERE run_id = %s", (run_id,))
+        assert cur.fetchone()[0] == 0  # the killed run's slot went back to the pool
+    deployed.measured["run_worker_killed"] = {"killed_in_step": step, "served_after_s": round(took, 1)}
     assert "all as published" in deployed.mmkg("index", "verify").stdout
 
 
