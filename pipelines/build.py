@@ -322,11 +322,8 @@ def _clear_partitions(instance, keys: list[str], data_root: Path, own: str | Non
         run = record.dagster_run
         if run.run_id == own:
             continue
-        pid, host = run.tags.get(RUN_PID_TAG, ""), run.tags.get(RUN_HOST_TAG)
-        if pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not alive(int(pid))):
-            # gone, or this process's own run left STARTED by a build it gave up (it holds the build lock now)
-            instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone or gave it up (found by a "
-                                            f"later build)")  # fmt: skip
+        if _gone(run):
+            _fail_gone(instance, run)
         else:
             busy.append(record)
     if not busy:
@@ -343,6 +340,55 @@ def _clear_partitions(instance, keys: list[str], data_root: Path, own: str | Non
         f"it to finish, or terminate it in `mmkg ui --data-root {data_root}` (Runs, the run, Terminate), then "
         f"build again"
     )
+
+
+def _gone(run) -> bool:
+    """Whether ``run`` is an mmkg process's run (the pid and host tags) on this host whose process is gone, or is
+    this process's own run left going by a build it gave up (it holds the build lock now)."""
+    pid, host = run.tags.get(RUN_PID_TAG, ""), run.tags.get(RUN_HOST_TAG)
+    return pid.isdigit() and host == socket.gethostname() and (int(pid) == os.getpid() or not alive(int(pid)))
+
+
+def _fail_gone(instance, run) -> None:
+    pid = run.tags.get(RUN_PID_TAG)
+    instance.report_run_failed(run, f"mmkg process {pid} that ran it is gone or gave it up (found by a later build)")
+
+
+def _free_slots_of_ended_runs(instance) -> list[str]:
+    """Give back the pool slots that runs which have ended still hold; one line per run freed, for the report.
+
+    A step of the ``gpu`` pool claims a slot in the instance while it runs and gives it back when it ends. A run
+    whose process died inside such a step (killed, out of memory) never does, and the pool, one step at a time,
+    would make every later step of it wait forever: the next build hung with no word. Under a daemon, run
+    monitoring frees such slots (``free_slots_after_run_end_seconds`` in the shipped ``dagster.yaml``); a CLI
+    build has none, so it frees them itself before any work, once ``_clear_partitions`` has marked its dead runs
+    failed (a dead build's run of another partition is marked failed here). A slot of a run still going (a UI
+    run, another host's build) is left alone: the step waits for it.
+    """
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return []
+    holders: dict[str, list[str]] = {}
+    for key in sorted(storage.get_concurrency_keys()):
+        info = storage.get_concurrency_info(key)
+        for slot in info.claimed_slots:
+            holders.setdefault(slot.run_id, []).append(f"{key} ({slot.step_key})")
+        for pending in info.pending_steps:
+            holders.setdefault(pending.run_id, [])
+    freed = []
+    for run_id, slots in holders.items():
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            if not _gone(run):
+                continue
+            _fail_gone(instance, run)
+            run = instance.get_run_by_id(run_id)
+        storage.free_concurrency_slots_for_run(run_id)
+        if slots:
+            state = run.status.value if run is not None else "deleted"
+            freed.append(f"gave back the pool slot(s) {', '.join(slots)} that run {run_id[:8]} ({state}) held "
+                         f"when its process died")  # fmt: skip
+    return freed
 
 
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
@@ -543,6 +589,7 @@ def _build_index(
                 report.steps[ev.step_key] = report.steps.get(ev.step_key, 0.0) + secs
 
     _clear_partitions(instance, run_keys, data_root)  # before any work; each partition's run claims it again
+    report.notes.extend(_free_slots_of_ended_runs(instance))
     t_all = time.perf_counter()
     report.load_s = t_all - t_load
     steps = _step_counts() if on_start else {}

@@ -492,6 +492,53 @@ def _instance_ref(project: Path):
     return InstanceRef.from_dir(str((project / ".mmkg" / "dagster_home").resolve()))
 
 
+def _gpu_slots(project: Path) -> list[tuple[str, str]]:
+    """(run id, step) of each slot of the gpu pool that a run holds in the project's instance."""
+    from dagster import DagsterInstance
+
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        storage = instance.event_log_storage
+        if "gpu" not in storage.get_concurrency_keys():
+            return []
+        return [(s.run_id, s.step_key) for s in storage.get_concurrency_info("gpu").claimed_slots]
+
+
+def test_a_build_killed_inside_a_gpu_step_does_not_stall_the_next(tmp_path: Path):
+    """A build SIGKILLed while its run holds the gpu pool's one slot never gives the slot back itself; the next
+    build marks that run failed, gives the slot back and says so, and goes on (it used to wait for the slot
+    forever, saying nothing)."""
+    import time
+
+    from dagster import DagsterInstance, DagsterRunStatus
+
+    from pipelines.build import dagster_instance
+
+    project = tmp_path / "kb"
+    run(tmp_path, "init", "kb")
+    with dagster_instance(project / ".mmkg"):  # the instance's storage made before two processes open it
+        pass
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MMKG_")}
+    build = subprocess.Popen([MMKG, "index", "build"], cwd=project, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not (held := _gpu_slots(project)):
+            assert build.poll() is None and time.monotonic() < deadline, "the build never held the gpu slot"
+            time.sleep(0.1)
+    finally:
+        build.kill()
+        build.communicate(timeout=60)
+    assert build.returncode == -signal.SIGKILL
+    run_id, step = held[0]
+    assert _gpu_slots(project) == held  # nobody gave it back
+    out = run(project, "index", "build")
+    said = " ".join(out.stderr.split())
+    assert f"gave back the pool slot(s) gpu ({step}) that run {run_id[:8]} (FAILURE)" in said, said
+    assert "published" in out.stdout and _gpu_slots(project) == []
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+
+
 def test_a_bad_config_file_is_named(tmp_path: Path):
     (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
     out = run(tmp_path, "index", "status", check=False)
