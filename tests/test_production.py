@@ -199,7 +199,8 @@ def _gpu_slot_holder(deployed: Deployed, run_id: str, timeout: float = 300) -> s
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with psycopg2.connect(deployed.cluster.dsn) as con, con.cursor() as cur:
-            cur.execute("SELECT step_key FROM concurrency_slots WHERE concurrency_key = 'gpu' AND run_id = %s", (run_id,))
+            cur.execute("SELECT step_key FROM concurrency_slots WHERE concurrency_key = 'gpu' AND run_id = %s",
+                        (run_id,))
             held = [step for (step,) in cur.fetchall()]
         if held:
             return held[0]
