@@ -174,6 +174,7 @@ class BuildDisplay:
         self.steps_done = 0
         self.steps_in_run: int | None = None
         self.last_line = ""
+        self.blocked: tuple[str, str] | None = None  # (step, message) of the pool wait last printed
         self.own_lines = 0  # lines this display wrote to the log (the rest came from the libraries)
         self._spinner = Spinner("dots", style="green")
 
@@ -218,12 +219,15 @@ class BuildDisplay:
                 self.step, self.step_t0, self.last_line = ev.step, self.clock(), ""
             elif ev.kind == "step_success":
                 self.steps_done += 1
-            elif ev.kind == "log":
+            elif ev.kind in ("log", "blocked"):
                 self.step = self.step or ev.step
                 self.last_line = ev.message
             label = self.label
+            said_before, self.blocked = self.blocked, (ev.step, ev.message) if ev.kind == "blocked" else self.blocked
         if ev.kind == "step_failure":
             self.console.print(f"[red]✗[/] {escape(label)}: step {escape(ev.step)} failed")
+        if ev.kind == "blocked" and said_before != self.blocked:  # Dagster repeats it each minute: said once
+            self.console.print(f"[yellow]{escape(label)}: step {escape(ev.step)} {escape(ev.message)}[/]")
         if ev.kind == "step_start":
             self._write(f"{label}: {ev.step} started")
         elif ev.kind == "step_success":

@@ -34,7 +34,7 @@ from mmkg.atomic import write_bytes
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 from mmkg.processes import alive
-from pipelines.progress import LOGGER_KEY, Listener, listening
+from pipelines.progress import LOGGER_KEY, Listener, StepEvent, listening
 from pipelines.status import BUILD_STATE, nothing_to_build
 from pipelines.tags import TRIGGER_TAG
 
@@ -391,6 +391,37 @@ def _free_slots_of_ended_runs(instance) -> list[str]:
     return freed
 
 
+def _naming_pool_holders(listener: Listener, instance) -> Listener:
+    """``listener``, told for a step that waits for a pool slot which runs hold the slots and what to do, instead
+    of Dagster's bare "Step blocked by limit for pool gpu" (a build waiting on a UI run's gpu step said nothing)."""
+
+    def forward(ev: StepEvent) -> None:
+        if ev.kind == "blocked":
+            ev = StepEvent("blocked", ev.step, _pool_wait(instance, ev.message))
+        listener(ev)
+
+    return forward
+
+
+def _pool_wait(instance, pool: str) -> str:
+    """What a step that waits for a slot of ``pool`` waits for, said after the step's name: the runs that hold the
+    slots, with their job, partition, status and step, and what to do."""
+    info = instance.event_log_storage.get_concurrency_info(pool)
+    held = []
+    for slot in info.claimed_slots:
+        run = instance.get_run_by_id(slot.run_id)
+        if run is None:
+            held.append(f"run {slot.run_id[:8]} (deleted) in step {slot.step_key}")
+            continue
+        partition = run.tags.get("dagster/partition")
+        where = f", partition {partition!r}" if partition else ""
+        held.append(f"run {slot.run_id[:8]} ({run.job_name}{where}, {run.status.value}) in step {slot.step_key}")
+    slots = f"its {info.slot_count} slot is" if info.slot_count == 1 else f"its {info.slot_count} slots are"
+    return (f"waits for a slot of pool {pool!r}: {slots} held{' by ' + ' and '.join(held) if held else ''}. "
+            f"It starts when one is given back (`mmkg ui` shows the run; `dagster instance concurrency set {pool} N` "
+            f"allows N steps at once)")  # fmt: skip
+
+
 def _published(data_root: Path) -> tuple[str, set[str]] | None:
     from mmkg.index.manifest import Manifest, current_version
 
@@ -595,7 +626,7 @@ def _build_index(
     steps = _step_counts() if on_start else {}
     with (
         PeakMemory() as mem,
-        listening(on_event) if on_event else contextlib.nullcontext(),
+        listening(_naming_pool_holders(on_event, instance)) if on_event else contextlib.nullcontext(),
         _build_workers(),
     ):
         for i, key in enumerate(run_keys):

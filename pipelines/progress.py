@@ -21,9 +21,9 @@ LOGGER_KEY = "mmkg_progress"
 
 @dataclass(frozen=True)
 class StepEvent:
-    kind: str  # step_start | step_success | step_failure | log
+    kind: str  # step_start | step_success | step_failure | log | blocked
     step: str  # the step key: the asset (or asset check) being computed
-    message: str
+    message: str  # blocked: the pool whose slots are all held (the step waits for one)
     seconds: float | None = None  # step_success: the step's duration
 
 
@@ -52,6 +52,11 @@ class _Forward(logging.Handler):
         step = meta.get("step_key") or ""
         event = meta.get("dagster_event")
         if event is not None:
+            pool = _blocked_on(event)
+            if pool:  # Dagster says so when the step starts waiting, then once a minute
+                for listener in list(_listeners):
+                    listener(StepEvent("blocked", step, pool))
+                return
             kind = _KINDS.get(event.event_type_value)
             if kind is None:
                 return
@@ -65,6 +70,16 @@ class _Forward(logging.Handler):
             return
         for listener in list(_listeners):
             listener(out)
+
+
+def _blocked_on(event) -> str:
+    """The pool a step waits for, when ``event`` is Dagster's "Step blocked by limit for pool" engine event."""
+    if event.event_type_value != "ENGINE_EVENT" or not str(event.message or "").startswith(
+        ("Step blocked by limit for pool", "Step still blocked by limit for pool")
+    ):
+        return ""
+    pool = (getattr(event.event_specific_data, "metadata", None) or {}).get("pool")
+    return str(getattr(pool, "value", pool) or "")
 
 
 @logger(description="Forwards step starts and ends and asset log lines to the mmkg CLI's progress display.")

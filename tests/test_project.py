@@ -539,6 +539,50 @@ def test_a_build_killed_inside_a_gpu_step_does_not_stall_the_next(tmp_path: Path
         assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
 
 
+def test_a_build_waiting_for_the_gpu_slot_names_the_run_that_holds_it(tmp_path: Path):
+    """A run that is still going (a UI run: no mmkg pid) holds the gpu pool's one slot: the build's gpu step waits,
+    and the build says for what (the pool, the run, its partition and step) once, then goes on when the slot
+    is given back."""
+    import time
+
+    from dagster import DagsterInstance, DagsterRunStatus
+    from dagster._core.storage.dagster_run import DagsterRun, make_new_run_id
+
+    from pipelines.build import dagster_instance
+
+    project = tmp_path / "kb"
+    run(tmp_path, "init", "kb")
+    with dagster_instance(project / ".mmkg"):
+        pass
+    other = make_new_run_id()
+    with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+        instance.add_run(DagsterRun(job_name="index_partition", run_id=other, status=DagsterRunStatus.STARTED,
+                                    tags={"dagster/partition": "elsewhere"}))  # fmt: skip
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default("gpu")
+        assert storage.claim_concurrency_slot("gpu", other, "embed").is_claimed
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MMKG_")}
+    build = subprocess.Popen([MMKG, "index", "build"], cwd=project, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while "waits for a slot of pool" not in "".join(p.read_text() for p in project.glob(".mmkg/logs/build-*")):
+            assert build.poll() is None and time.monotonic() < deadline, "the build never said it waits"
+            time.sleep(0.5)
+        time.sleep(2)
+        assert build.poll() is None  # still waiting
+    finally:
+        with DagsterInstance.from_ref(_instance_ref(project)) as instance:
+            instance.event_log_storage.free_concurrency_slots_for_run(other)
+    out, err = build.communicate(timeout=300)
+    assert build.returncode == 0, out + err
+    said = " ".join((out + err).split())
+    assert said.count("waits for a slot of pool 'gpu'") == 1, said
+    assert f"its 1 slot is held by run {other[:8]} (index_partition, partition 'elsewhere', STARTED) in step embed" \
+        in said, said
+    assert "published" in said
+
+
 def test_a_bad_config_file_is_named(tmp_path: Path):
     (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
     out = run(tmp_path, "index", "status", check=False)
