@@ -224,8 +224,9 @@ class BuildDisplay:
                 self.last_line = ev.message
             label = self.label
             said_before, self.blocked = self.blocked, (ev.step, ev.message) if ev.kind == "blocked" else self.blocked
-        if ev.kind == "step_failure":
-            self.console.print(f"[red]✗[/] {escape(label)}: step {escape(ev.step)} failed")
+        if ev.kind in ("step_failure", "step_interrupted"):
+            how = "failed" if ev.kind == "step_failure" else "interrupted"
+            self.console.print(f"[red]✗[/] {escape(label)}: step {escape(ev.step)} {how}")
         if ev.kind == "blocked" and said_before != self.blocked:  # Dagster repeats it each minute: said once
             self.console.print(f"[yellow]{escape(label)}: step {escape(ev.step)} {escape(ev.message)}[/]")
         if ev.kind == "step_start":
@@ -234,6 +235,8 @@ class BuildDisplay:
             self._write(f"{label}: {ev.step} done" + (f" in {ev.seconds:.1f}s" if ev.seconds is not None else ""))
         elif ev.kind == "step_failure":
             self._write(f"{label}: {ev.step} FAILED: {ev.message}")
+        elif ev.kind == "step_interrupted":
+            self._write(f"{label}: {ev.step} INTERRUPTED")
         else:
             self._write(f"{label}: {ev.step}: {ev.message}")
 

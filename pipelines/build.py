@@ -523,6 +523,26 @@ def _step_counts() -> dict[str, int]:
             for name in ("index_partition", "publish_index")}  # fmt: skip
 
 
+class BuildInterrupted(RuntimeError):
+    """The build was stopped (Ctrl-C, SIGTERM): not a failure of its data or code."""
+
+    exit_code = 130  # the shell's code for a command stopped by Ctrl-C: a scheduler tells a stop from a failure
+
+
+def _interrupted_in(result) -> str:
+    """The step a run was interrupted in (Dagster turns SIGINT and SIGTERM into DagsterExecutionInterruptedError
+    inside the running step), or "" when it was not interrupted."""
+    from dagster import DagsterEventType
+
+    for ev in result.all_events:
+        error = ev.event_specific_data.error if ev.event_type == DagsterEventType.STEP_FAILURE else None
+        while error is not None:
+            if error.cls_name == "DagsterExecutionInterruptedError":
+                return ev.step_key or "?"
+            error = error.cause
+    return ""
+
+
 def _step_error(error) -> str:
     """What failed in a step, in one line: the exception under Dagster's wrappers ("Error occurred while executing op
     retrieval_index:" says only where), e.g. the ``PublishError`` that says why the version was refused."""
@@ -605,6 +625,12 @@ def _build_index(
 
     def record(result, what: str) -> None:
         if not result.success:
+            if stopped := _interrupted_in(result):
+                raise BuildInterrupted(
+                    f"{what}: interrupted (Ctrl-C or SIGTERM) in step {stopped}. A published index is never left "
+                    f"half-written: `mmkg index status` shows where things stand, `mmkg index update` builds "
+                    f"what is left"
+                )
             failures = [
                 f"step {ev.step_key}: {_step_error(ev.event_specific_data.error)}"
                 for ev in result.all_events

@@ -21,7 +21,7 @@ LOGGER_KEY = "mmkg_progress"
 
 @dataclass(frozen=True)
 class StepEvent:
-    kind: str  # step_start | step_success | step_failure | log | blocked
+    kind: str  # step_start | step_success | step_failure | step_interrupted | log | blocked
     step: str  # the step key: the asset (or asset check) being computed
     message: str  # blocked: the pool whose slots are all held (the step waits for one)
     seconds: float | None = None  # step_success: the step's duration
@@ -60,6 +60,8 @@ class _Forward(logging.Handler):
             kind = _KINDS.get(event.event_type_value)
             if kind is None:
                 return
+            if kind == "step_failure" and _interrupted(getattr(event.event_specific_data, "error", None)):
+                kind = "step_interrupted"  # Ctrl-C or SIGTERM, which Dagster raises inside the running step
             seconds = None
             if kind == "step_success":
                 seconds = getattr(event.event_specific_data, "duration_ms", 0) / 1000
@@ -70,6 +72,14 @@ class _Forward(logging.Handler):
             return
         for listener in list(_listeners):
             listener(out)
+
+
+def _interrupted(error) -> bool:
+    while error is not None:
+        if error.cls_name == "DagsterExecutionInterruptedError":
+            return True
+        error = error.cause
+    return False
 
 
 def _blocked_on(event) -> str:

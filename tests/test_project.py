@@ -583,6 +583,31 @@ def test_a_build_waiting_for_the_gpu_slot_names_the_run_that_holds_it(tmp_path: 
     assert "published" in said
 
 
+def test_a_build_stopped_by_sigterm_says_interrupted_and_update_goes_on(tmp_path: Path):
+    """SIGTERM (what a scheduler or `systemctl stop` sends) in the middle of a step: exit 130 and "interrupted" with
+    the step, not a failure with Dagster's exception name; `mmkg index update` then builds and publishes."""
+    import time
+
+    project = tmp_path / "kb"
+    run(tmp_path, "init", "kb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MMKG_")}
+    build = subprocess.Popen([MMKG, "index", "build"], cwd=project, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 300
+    while " ingest started" not in "".join(p.read_text() for p in project.glob(".mmkg/logs/build-*")):
+        assert build.poll() is None and time.monotonic() < deadline, "the build never started ingest"
+        time.sleep(0.2)
+    build.send_signal(signal.SIGTERM)
+    out, err = build.communicate(timeout=120)
+    said = " ".join((out + err).split())
+    assert build.returncode == 130, said
+    assert "partition space: interrupted (Ctrl-C or SIGTERM) in step" in said and "Interrupted" not in said, said
+    assert "interrupted" in said.split("error:")[0] and "failed" not in said, said  # the step's line too
+    assert "Traceback" not in said
+    again = run(project, "index", "update")
+    assert "published" in again.stdout + again.stderr
+
+
 def test_a_bad_config_file_is_named(tmp_path: Path):
     (tmp_path / "mmkg.toml").write_text('corpus_rot = "corpus"\n', encoding="utf-8")
     out = run(tmp_path, "index", "status", check=False)

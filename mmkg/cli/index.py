@@ -230,7 +230,7 @@ def _build(corpus: Path, data_root: Path, trigger: str, **kwargs) -> object:
         raise typer.Exit(2) from exc
     except (RuntimeError, ValueError, FileNotFoundError) as exc:
         err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(1) from exc
+        raise typer.Exit(getattr(exc, "exit_code", 1)) from exc  # 130 for a build stopped by Ctrl-C or SIGTERM
 
 
 class _NoPipelines(Exception):
