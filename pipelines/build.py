@@ -34,7 +34,7 @@ from mmkg.atomic import write_bytes
 from mmkg.ingest import list_partitions
 from mmkg.ingest.fingerprint import partition_fingerprint
 from mmkg.processes import alive
-from pipelines.progress import LOGGER_KEY, Listener, StepEvent, listening
+from pipelines.progress import LOGGER_KEY, Listener, StepEvent, interrupted, listening
 from pipelines.status import BUILD_STATE, nothing_to_build
 from pipelines.tags import TRIGGER_TAG
 
@@ -530,16 +530,12 @@ class BuildInterrupted(RuntimeError):
 
 
 def _interrupted_in(result) -> str:
-    """The step a run was interrupted in (Dagster turns SIGINT and SIGTERM into DagsterExecutionInterruptedError
-    inside the running step), or "" when it was not interrupted."""
+    """The step a run was interrupted in (``pipelines.progress.interrupted``), or "" when it was not."""
     from dagster import DagsterEventType
 
     for ev in result.all_events:
-        error = ev.event_specific_data.error if ev.event_type == DagsterEventType.STEP_FAILURE else None
-        while error is not None:
-            if error.cls_name == "DagsterExecutionInterruptedError":
-                return ev.step_key or "?"
-            error = error.cause
+        if ev.event_type == DagsterEventType.STEP_FAILURE and interrupted(ev.event_specific_data.error):
+            return ev.step_key or "?"
     return ""
 
 

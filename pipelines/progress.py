@@ -60,7 +60,7 @@ class _Forward(logging.Handler):
             kind = _KINDS.get(event.event_type_value)
             if kind is None:
                 return
-            if kind == "step_failure" and _interrupted(getattr(event.event_specific_data, "error", None)):
+            if kind == "step_failure" and interrupted(getattr(event.event_specific_data, "error", None)):
                 kind = "step_interrupted"  # Ctrl-C or SIGTERM, which Dagster raises inside the running step
             seconds = None
             if kind == "step_success":
@@ -74,7 +74,9 @@ class _Forward(logging.Handler):
             listener(out)
 
 
-def _interrupted(error) -> bool:
+def interrupted(error) -> bool:
+    """Whether a step's error (Dagster's ``SerializableErrorInfo``) is Ctrl-C or SIGTERM, which Dagster raises inside
+    the running step as ``DagsterExecutionInterruptedError``, under its wrappers or not."""
     while error is not None:
         if error.cls_name == "DagsterExecutionInterruptedError":
             return True
