@@ -10,7 +10,7 @@ from assets.partitions import corpus_partitions
 from mmkg.build_display import clock
 from mmkg.ingest import ingest_partition
 from mmkg.ingest.fingerprint import FINGERPRINT_KEY
-from mmkg.ingest.speech import has_recordings, transcribe_partition
+from mmkg.ingest.speech import transcribe_partition
 from resources import CorpusResource, StorageResource
 
 #: how often a recording's speech recognition logs how far it has come, seconds
@@ -46,8 +46,8 @@ def transcripts(context: AssetExecutionContext, corpus: CorpusResource, storage:
     """Run speech recognition on the partition's recordings without subtitles, before ingest reads them."""
     t0 = time.perf_counter()
     partition = context.partition_key
-    asr = corpus.transcriber() if has_recordings(corpus.path, partition) else None
-    table = transcribe_partition(corpus.path, partition, storage.path, asr, corpus.limits(), _speech_log(context))
+    table = transcribe_partition(corpus.path, partition, storage.path, corpus.transcriber(partition), corpus.limits(),
+                                 _speech_log(context))  # fmt: skip
     for row in table.filter(table["problem"].is_not_null()).iter_rows(named=True):
         context.log.warning(f"{row['source_path']}: {row['problem']}")
     audio = float(table["audio_s"].sum() or 0.0)
@@ -121,7 +121,7 @@ def ingest(context: AssetExecutionContext, corpus: CorpusResource, storage: Stor
     fingerprint = corpus.fingerprint(partition)
     result = ingest_partition(
         corpus.path, partition, storage.image_store(), corpus.limits(), progress,
-        corpus.transcriber() if has_recordings(corpus.path, partition) else None,
+        corpus.transcriber(partition),
         _speech_log(context),  # a recording the speech step did not read (added since, or a subset run)
     )
     for row in result.rejected.iter_rows(named=True):

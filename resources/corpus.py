@@ -67,11 +67,13 @@ class CorpusResource(ConfigurableResource):
         """The ``Limits`` of every field this resource configures (the rest keep their defaults)."""
         return Limits(**{f.name: getattr(self, f.name) for f in fields(Limits) if f.name in type(self).model_fields})
 
-    def transcriber(self):
-        """The ASR backend for media without subtitles (None when ``asr_model`` is off or nothing is installed)."""
+    def transcriber(self, partition: str):
+        """The ASR backend for the partition's media without subtitles: None when ``asr_model`` is off, nothing is
+        installed, or the partition holds no recording (loading the model costs about a second per process)."""
         from mmkg.ingest.asr import load_transcriber
+        from mmkg.ingest.speech import has_recordings
 
-        return load_transcriber(self.asr_model, self.asr_device)
+        return load_transcriber(self.asr_model, self.asr_device) if has_recordings(self.path, partition) else None
 
     def partitions(self) -> list[str]:
         return list_partitions(self.path)
