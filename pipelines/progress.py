@@ -51,12 +51,9 @@ class _Forward(logging.Handler):
         meta = getattr(record, "dagster_meta", None) or {}
         step = meta.get("step_key") or ""
         event = meta.get("dagster_event")
-        if event is not None:
-            pool = _blocked_on(event)
-            if pool:  # Dagster says so when the step starts waiting, then once a minute
-                for listener in list(_listeners):
-                    listener(StepEvent("blocked", step, pool))
-                return
+        if event is not None and (pool := _blocked_on(event)):
+            out = StepEvent("blocked", step, pool)  # Dagster says so when the step starts waiting, then once a minute
+        elif event is not None:
             kind = _KINDS.get(event.event_type_value)
             if kind is None:
                 return
