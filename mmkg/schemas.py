@@ -417,7 +417,7 @@ _TABLE_DESCRIPTIONS: dict[str, dict[str, str]] = {
         "source_path": "the recording (a video or audio file without a subtitle sidecar), relative to the corpus root",
         "transcript_source": "asr:<model>: the speech recognition model that read it",
         "language": "the language the model heard (ISO 639-1); null when it heard no speech or does not say",
-        "audio_s": "seconds of audio read (at most the media limit, MMKG_MAX_MEDIA_SECONDS)",
+        "audio_s": "seconds of audio transcribed (at most the speech budget, MMKG_MAX_TRANSCRIBE_SECONDS)",
         "segments": "timed segments of speech heard",
         "characters": "characters of the transcript",
         "seconds": "wall-clock seconds this step spent on the file (decoding and recognition; near 0 when cached)",

@@ -123,6 +123,10 @@ class Settings(BaseSettings):
     max_file_seconds: float = Field(
         default=600.0, gt=0, description="Reading one PDF or JSON file stops after this many seconds."
     )
+    max_transcribe_seconds: float = Field(
+        default=2 * 3600.0, gt=0,
+        description="Speech recognition of one recording stops after this many seconds of its audio.",
+    )
     max_partition_chars: int = Field(
         default=200_000_000,
         ge=1,

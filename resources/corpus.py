@@ -48,6 +48,9 @@ class CorpusResource(ConfigurableResource):
     max_images_per_document: int = Field(default=_S.max_images_per_document, description="Pictures kept per document.")
     max_file_seconds: float = Field(default=_S.max_file_seconds, description="Seconds spent reading one PDF or JSON.")
     max_partition_chars: int = Field(default=_S.max_partition_chars, description="Characters kept per partition.")
+    max_transcribe_seconds: float = Field(
+        default=_S.max_transcribe_seconds, description="Seconds of one recording's audio that Whisper transcribes."
+    )
     asr_model: str = Field(
         default=_S.asr_model,
         description="Whisper model that transcribes media without subtitles (MMKG_ASR_MODEL): empty, the installed "

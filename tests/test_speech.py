@@ -112,6 +112,32 @@ def test_a_recording_without_subtitles_gets_a_timed_transcript(whisper, tmp_path
     assert again.documents.row(0, named=True)["language"] == "en"  # the language is kept with the transcript
 
 
+def test_speech_past_the_budget_is_not_transcribed_and_the_cut_is_recorded(whisper, tmp_path: Path):
+    from mmkg.ingest.base import Limits
+    from mmkg.ingest.speech import transcribe_partition
+
+    root = tmp_path / "corpus"
+    (root / "clips").mkdir(parents=True)
+    shutil.copy(MEDIA / "clips" / "volcanoes.mp4", root / "clips" / "volcanoes.mp4")  # no sidecar
+    limits = Limits(max_transcribe_seconds=6.0)
+    rows = transcribe_partition(root, "clips", tmp_path / "data", whisper, limits)  # the speech step
+    assert rows["audio_s"].to_list() == [6.0]
+    problem = rows["problem"][0]
+    assert "speech after the first 6.0 s of " in problem and "MMKG_MAX_TRANSCRIBE_SECONDS" in problem
+    res = ingest_partition(root, "clips", ImageStore(tmp_path / "data"), limits=limits, transcriber=whisper)
+    doc = res.documents.row(0, named=True)
+    assert doc["transcript_source"] == "asr:whisper-base" and res.truncated == 1
+    assert doc["duration_s"] > 15  # the file is kept whole: its frames after the budget too
+    assert max(i["t_s"] for i in res.images.to_dicts() if i["t_s"] is not None) > 6.0
+    text = doc["text"].lower()
+    assert "vesuvius" in text or "79" in text  # the first sentence, at 0-3 s
+    assert "naples" not in text and "indonesia" not in text  # spoken at 7.2 s and later
+    assert all(s["t_end"] <= 6.0 + 1e-6 for s in doc["time_segments"])
+    cut = res.rejected.filter(pl.col("stage") == "budget").to_dicts()
+    assert [r["source_path"] for r in cut] == ["clips/volcanoes.mp4"]
+    assert "MMKG_MAX_TRANSCRIBE_SECONDS" in cut[0]["reason"] and "raise the budget" in cut[0]["reason"]
+
+
 def _speak(text: str, wav: Path) -> np.ndarray:
     subprocess.run(["espeak-ng", "-v", "en", "-s", "160", "-w", str(wav), text], check=True)
     return read_audio(wav, 600.0)

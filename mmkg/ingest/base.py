@@ -39,6 +39,7 @@ class Limits:
     max_pages: int = 2_000  # PDF pages after this many are not read
     max_images_per_document: int = 2_000  # pictures after this many in one document are not decoded
     max_file_seconds: float = 600.0  # reading one file (pages, records) stops after this many seconds
+    max_transcribe_seconds: float = 2 * 3600.0  # speech recognition stops after this much of one recording's audio
     max_partition_chars: int = 200_000_000  # documents after this many characters in one partition are rejected
 
 

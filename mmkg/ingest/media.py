@@ -351,13 +351,15 @@ def transcript(
             )
         )
         return Transcript([], "", problems)
-    total = min(info.duration or limits.max_media_seconds, limits.max_media_seconds)  # 0: the container did not say
+    # what is transcribed: the media limit, or the speech budget when that is lower (MMKG_MAX_TRANSCRIBE_SECONDS)
+    budget = min(limits.max_media_seconds, limits.max_transcribe_seconds)
+    total = min(info.duration or budget, budget)  # 0: the container did not say
     languages: dict[str, int] = {}  # samples of audio heard in each language (a language per block)
     reached = 0.0  # seconds of audio decoded and transcribed
     live: list[float] = []  # progress reported by the model (none when every block came from the cache)
     try:
         segments = []
-        for offset, audio in iter_audio(path, limits.max_media_seconds):
+        for offset, audio in iter_audio(path, budget):
             reached = offset + audio.size / SAMPLE_RATE
             told = None if progress is None else _follow(progress, offset, total, live)
             segments += [
@@ -382,8 +384,23 @@ def transcript(
                 stage="transcript",
             )
         )
+    if reached >= budget - 0.01 and (not info.duration or info.duration > budget + 0.01):
+        problems.append(Rejection(rel, _over_budget(budget, info.duration, limits), stage="budget"))
     language = max(languages, key=languages.__getitem__) if heard and languages else ""
     return Transcript(heard, f"asr:{transcriber.name}", problems, language)
+
+
+def _over_budget(budget: float, duration: float, limits: Limits) -> str:
+    """Why the speech after ``budget`` seconds of a recording was not transcribed, and what raises the budget."""
+
+    def length(seconds: float) -> str:
+        return f"{seconds:,.1f} s" if seconds < 90 else f"{seconds / 60:,.1f} min"
+
+    of = f" of {length(duration)}" if duration else ""
+    lower = limits.max_transcribe_seconds <= limits.max_media_seconds
+    var = "MMKG_MAX_TRANSCRIBE_SECONDS" if lower else "MMKG_MAX_MEDIA_SECONDS"
+    return (f"speech after the first {length(budget)}{of} is not transcribed: the budget is {length(budget)} of audio "
+            f"per recording ({var}); what comes before it is kept; raise the budget to transcribe the rest")
 
 
 # -- the document ---------------------------------------------------------------------------------

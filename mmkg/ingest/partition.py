@@ -217,6 +217,7 @@ class _Reader:
             except Exception as exc:  # a decoder surprise costs this file, never the partition
                 raise Rejected(f"cannot read media ({type(exc).__name__}: {exc})") from exc
             self.rejected.extend(problems)
+            self.truncated += any(p.stage == "budget" for p in problems)  # speech past MMKG_MAX_TRANSCRIBE_SECONDS
             self.media.append({"source_path": rel, **facts})
             return [(doc, [])]
         if ext in SUBTITLE_EXT:
