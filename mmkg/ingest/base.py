@@ -42,6 +42,12 @@ class Limits:
     max_transcribe_seconds: float = 2 * 3600.0  # speech recognition stops after this much of one recording's audio
     max_partition_chars: int = 200_000_000  # documents after this many characters in one partition are rejected
 
+    @property
+    def speech_seconds(self) -> float:
+        """Seconds of one recording that speech recognition reads: the speech budget, or the media limit when that
+        is lower (the speech step and ingest both stop there)."""
+        return min(self.max_media_seconds, self.max_transcribe_seconds)
+
 
 @dataclass
 class ImageRef:

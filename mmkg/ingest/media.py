@@ -351,8 +351,7 @@ def transcript(
             )
         )
         return Transcript([], "", problems)
-    # what is transcribed: the media limit, or the speech budget when that is lower (MMKG_MAX_TRANSCRIBE_SECONDS)
-    budget = min(limits.max_media_seconds, limits.max_transcribe_seconds)
+    budget = limits.speech_seconds  # audio past it is not transcribed
     total = min(info.duration or budget, budget)  # 0: the container did not say
     languages: dict[str, int] = {}  # samples of audio heard in each language (a language per block)
     reached = 0.0  # seconds of audio decoded and transcribed
@@ -397,8 +396,7 @@ def _over_budget(budget: float, duration: float, limits: Limits) -> str:
         return f"{seconds:,.1f} s" if seconds < 90 else f"{seconds / 60:,.1f} min"
 
     of = f" of {length(duration)}" if duration else ""
-    lower = limits.max_transcribe_seconds <= limits.max_media_seconds
-    var = "MMKG_MAX_TRANSCRIBE_SECONDS" if lower else "MMKG_MAX_MEDIA_SECONDS"
+    var = "MMKG_MAX_TRANSCRIBE_SECONDS" if budget == limits.max_transcribe_seconds else "MMKG_MAX_MEDIA_SECONDS"
     return (f"speech after the first {length(budget)}{of} is not transcribed: the budget is {length(budget)} of audio "
             f"per recording ({var}); what comes before it is kept; raise the budget to transcribe the rest")
 

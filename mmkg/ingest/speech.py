@@ -56,7 +56,6 @@ def transcribe_partition(
     if transcriber is None:
         return schemas.frame(rows, schemas.TRANSCRIPTS)
     asr = cached(transcriber, Path(data_root))
-    budget = min(limits.max_media_seconds, limits.max_transcribe_seconds)  # audio past it is not transcribed
     for path in partition_files(root / partition):
         if path.suffix.lower() not in MEDIA_EXT or not path.resolve().is_relative_to(root):
             continue
@@ -74,7 +73,7 @@ def transcribe_partition(
             continue  # subtitles (a broken sidecar's problem is the sidecar's), or no audio: nothing was recognized
         rows.append({
             "partition": partition, "source_path": rel, "transcript_source": tr.source or f"asr:{asr.name}",
-            "language": tr.language or None, "audio_s": round(min(info.duration, budget), 3),
+            "language": tr.language or None, "audio_s": round(min(info.duration, limits.speech_seconds), 3),
             "segments": len(tr.segments), "characters": sum(len(s.text) for s in tr.segments),
             "seconds": round(time.perf_counter() - t0, 3), "cached": asr.hits > hits, "problem": problem,
         })  # fmt: skip
