@@ -268,6 +268,24 @@ def test_speech_in_wav_mp3_and_mp4_is_indexed_and_the_answer_cites_the_moment(sp
 
 
 @needs_espeak
+def test_mmkg_ask_cites_a_recording_by_its_time_span(spoken: Spoken):
+    """The plain ``mmkg ask`` output names a cited recording's span of time ("0:00.0–0:07.4"), as ``mmkg query``
+    and the page do, never a page number it does not have."""
+    import sys
+
+    from conftest import PROJECT
+
+    name, (question, _) = next(iter(QUESTIONS.items()))
+    out = subprocess.run([sys.executable, "-m", "mmkg.cli", "ask", question, "--index", str(spoken.data / "index"),
+                          "--k", "5"], capture_output=True, text=True, timeout=300, cwd=PROJECT)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    cited = [line for line in out.stdout.splitlines() if f"recordings/{name}" in line and line.startswith("[")]
+    assert cited, out.stdout
+    assert re.search(rf"recordings/{re.escape(name)} \d+:\d\d\.\d–\d+:\d\d\.\d", cited[0]), cited
+    assert " p." not in cited[0]
+
+
+@needs_espeak
 def test_the_page_plays_the_cited_moment(spoken: Spoken, tmp_path: Path):
     """``GET /media/{doc_id}`` serves a recording with HTTP ranges, only while it is the file the index was built
     from; the page's evidence carries a player cued to the cited chunk's seconds."""

@@ -384,7 +384,9 @@ def ask(
     console.print(f"\n[dim]{result.backend} ({result.model}), task {result.task}, strategy {result.strategy}, "
                   f"{result.prompt_tokens}+{result.completion_tokens} tokens, {result.latency_ms}[/]")  # fmt: skip
     for c in result.citations:
-        where = c.source_path + (f" p.{c.page}" if c.page else "")
+        # a recording is cited by its time span, as mmkg query and the web page show it; a page by its number
+        where = c.source_path + (f" {clock(c.time_span[0])}–{clock(c.time_span[1])}" if c.time_span else
+                                 f" p.{c.page}" if c.page else "")  # fmt: skip
         console.print(f"[bold][{c.label}][/] {c.title}  [dim]{where}[/]")
     if result.invalid_citations:
         console.print(f"[yellow]{result.invalid_citations} citation(s) named no evidence shown; dropped[/]")
