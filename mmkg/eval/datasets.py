@@ -98,7 +98,9 @@ def _require(path: Path, i: int, row: Any, keys: tuple[str, ...]) -> dict:
 
 
 def load_title_questions(path: Path, titles: set[str] | None = None) -> list[Question]:
-    """Questions ``{id, question, supporting_titles}``; every title must exist when ``titles`` is given."""
+    """Questions ``{id, question, supporting_titles}``; every title must exist when ``titles`` is given. A question
+    whose gold ``answer`` is "Not answerable" has no supporting title (``[]``): it is kept for the answers and left
+    out of the retrieval metrics."""
     data = _read_json(path)
     if not isinstance(data, list):
         raise DatasetError(f"{path}: expected a list of questions")
@@ -106,8 +108,10 @@ def load_title_questions(path: Path, titles: set[str] | None = None) -> list[Que
     for i, row in enumerate(data):
         row = _require(path, i, row, ("id", "question", "supporting_titles"))
         sup = row["supporting_titles"]
-        if not isinstance(sup, list) or not sup or not all(isinstance(t, str) for t in sup):
-            raise DatasetError(f"{path}: question {row['id']} needs a non-empty list of supporting_titles")
+        unanswerable = sup == [] and str(row.get("answer", "")).strip().lower() == "not answerable"
+        if not isinstance(sup, list) or not (sup or unanswerable) or not all(isinstance(t, str) for t in sup):
+            raise DatasetError(f"{path}: question {row['id']} needs a non-empty list of supporting_titles (or the "
+                               "answer 'Not answerable' and [])")  # fmt: skip
         if titles is not None and (unknown := [t for t in sup if t not in titles]):
             raise DatasetError(f"{path}: question {row['id']} names titles not in the corpus: {unknown}")
         out.append(Question(str(row["id"]), str(row["question"]), tuple(dict.fromkeys(sup)), answer=row.get("answer")))
