@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -114,6 +115,17 @@ def answer(data_root: Path, question: str) -> None:
         console.print(f"   [{sup['label']}] {sup['sentence']}", markup=False, highlight=False)
 
 
+def activation_line() -> str:
+    """The one shell line that puts this environment's ``mmkg`` on the PATH: the quick start installs it into
+    ``.venv``, which a new shell does not have (``bash: mmkg: command not found`` otherwise)."""
+    activate = Path(sys.prefix) / "bin" / "activate"
+    try:
+        where = str(activate.relative_to(Path.cwd()))
+    except ValueError:
+        where = str(activate)
+    return f"source {where}"
+
+
 def main(
     corpus: Annotated[
         Path | None, typer.Option(help="Corpus root (default: MMKG_CORPUS_ROOT or the bundled sample).")
@@ -129,6 +141,8 @@ def main(
     console.print(f"Done in {sum(timings.values()):.1f}s")
     summary(data_root)
     answer(data_root, question)
+    console.print(f"\n[bold]mmkg on your PATH:[/] {activation_line()}   [dim]# then the README's tour: mmkg init kb && "
+                  "cd kb && mmkg index build[/]", highlight=False)  # fmt: skip
 
 
 if __name__ == "__main__":
