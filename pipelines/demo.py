@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -16,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from mmkg.quiet import quiet_native_logs
 from mmkg.settings import get_settings
 
 console = Console()
@@ -133,7 +133,7 @@ def main(
     data: Annotated[Path | None, typer.Option(help="Data root (default: MMKG_DATA_ROOT or ./.mmkg).")] = None,
     question: Annotated[str, typer.Option(help="Sample query answered from the published index.")] = SAMPLE_QUERY,
 ) -> None:
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no per-tensor bars when the model loads
+    quiet_native_logs()  # no per-tensor bars when a model loads, no LanceDB "No existing dataset" warnings
     s = get_settings()
     corpus_root, data_root = corpus or s.corpus_root, data or s.data_root
     console.print(f"Materializing [bold]{corpus_root}[/] into [bold]{data_root}[/]")

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.text import Text
 from typer.core import TyperGroup
 
+from mmkg.quiet import quiet_native_logs
 from mmkg.settings import get_settings
 
 try:  # typer 0.2x raises its vendored click's exceptions
@@ -138,13 +139,8 @@ def _main(
     ] = False,
 ) -> None:
     """Build, query and operate mmkg indexes: mmkg init, then mmkg index build, then mmkg query."""
-    # Model loading prints per-tensor progress bars on stderr; a command line wants its own output only.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    # LanceDB's Rust logger (lancedb's env_logger, read when lancedb is imported) warns on every table it
-    # creates ("No existing dataset ... it will be created"); it reads LANCEDB_LOG. LANCE_LOG is pylance's.
-    os.environ.setdefault("LANCEDB_LOG", "error")
-    os.environ.setdefault("LANCE_LOG", "error")
+    # a command line wants its own output only: no progress bars of model loading, no LanceDB table-creation notes
+    quiet_native_logs()
 
 
 DATA_ROOT_HELP = "Data root (default: $MMKG_DATA_ROOT, else data_root in ./mmkg.toml, else ./.mmkg)."
