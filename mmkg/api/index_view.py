@@ -59,7 +59,11 @@ def _partitions(index: Any, rejected: pl.DataFrame) -> list[dict[str, Any]]:
     pictures = _count_by_partition(index.images)
     bad = _count_by_partition(rejected)
     return [
-        {"partition": p, "fingerprint": fp, "documents": docs.get(p, 0), "chunks": chunks.get(p, 0),
+        # published_digest: a digest of the ids this partition published (what is in the index), not the corpus
+        # folder's fingerprint that ``mmkg index status`` compares; "fingerprint" is its earlier name, kept for
+        # clients of the API
+        {"partition": p, "published_digest": fp, "fingerprint": fp, "documents": docs.get(p, 0),
+         "chunks": chunks.get(p, 0),
          "pictures": pictures.get(p, 0), "rejected": bad.get(p, 0)}
         for p, fp in sorted(index.manifest.partitions.items())
     ]  # fmt: skip

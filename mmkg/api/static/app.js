@@ -738,7 +738,9 @@ async function showIndex() {
   parts.push(el("h2", {}, `Partitions (${o.partitions.length})`), table([
     ["partition", "partition"], ["documents", "documents", num], ["chunks", "chunks", num],
     ["pictures", "pictures", num], ["rejected", "rejected or cut", num],
-    ["fingerprint", "fingerprint", (v) => el("code", { title: v }, v.slice(0, 12))],
+    ["published_digest", "published digest", (v) => el("code", {
+      title: `${v}: a digest of what this partition published, not the corpus folder's fingerprint that ` +
+        "mmkg index status compares" }, v.slice(0, 12))],
   ], o.partitions));
   parts.push(el("h2", {}, `Versions (${o.versions.length}, newest first)`), table([
     ["version", "version", (v, r) => el("span", {}, el("code", {}, v), r.current ? el("strong", {}, " · served") : "")],
