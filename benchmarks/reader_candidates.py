@@ -88,7 +88,7 @@ def main(
             assert reading is not None and analysis is not None
             gold, fmt = str(q.answer), q.answer_format
             opts = []
-            if ModelReader.reads(reading):
+            if mr.reads(reading, analysis) if isinstance(mr, SpanChooser) else mr.reads(reading):
                 t0 = time.perf_counter()
                 _, options = mr.options(analysis, reading, ctx.evidence)
                 ms.append((time.perf_counter() - t0) * 1e3)

@@ -42,7 +42,9 @@ DEFAULT_PATH = Path(__file__).with_name("calibration.json")
 #: the method families of the reader's computed answers, each with a confidence map of its own
 RULE_FAMILIES = {"choice": "choice", "yes_no": "yes_no", "arithmetic": "computed", "parts": "computed",
                  "list": "computed", "lookup": "keyed", "label": "keyed", "row": "keyed", "definition": "keyed",
-                 "superlative": "keyed"}  # fmt: skip
+                 "superlative": "keyed", "span": "span"}  # fmt: skip
+# ("span": a span answer no model read, a two-hop one under the span reader; a calibration without the map keeps
+# the reader's own confidence for it)
 
 
 @dataclass
