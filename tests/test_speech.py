@@ -275,14 +275,15 @@ def test_mmkg_ask_cites_a_recording_by_its_time_span(spoken: Spoken):
 
     from conftest import PROJECT
 
-    name, (question, _) = next(iter(QUESTIONS.items()))
+    question, _ = next(iter(QUESTIONS.values()))
     out = subprocess.run([sys.executable, "-m", "mmkg.cli", "ask", question, "--index", str(spoken.data / "index"),
                           "--k", "5"], capture_output=True, text=True, timeout=300, cwd=PROJECT)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    cited = [line for line in out.stdout.splitlines() if f"recordings/{name}" in line and line.startswith("[")]
+    cited = [line for line in out.stdout.splitlines() if "recordings/" in line and line.startswith("[")]
     assert cited, out.stdout
-    assert re.search(rf"recordings/{re.escape(name)} \d+:\d\d\.\d–\d+:\d\d\.\d", cited[0]), cited
-    assert " p." not in cited[0]
+    for line in cited:
+        assert re.search(r"recordings/\S+ \d+:\d\d\.\d–\d+:\d\d\.\d", line), cited
+        assert " p." not in line
 
 
 @needs_espeak
