@@ -1,16 +1,17 @@
 """The span reader's choice: mmkg's span model and the rule reader's typed candidates, one calibrated decision.
 
-For a question the rule reader answers with a span (not a count, a comparison, yes/no, arithmetic or a keyed
-lookup: those stay its own), the stages are:
+For a one-hop question the rule reader answers with a span (not a count, a comparison, yes/no, arithmetic or a
+keyed lookup, nor a two-hop question through a person: those stay its own, ``SpanChooser.reads``), the stages are:
 
 1. **evidence**: the first ``PASSAGES`` chunk passages shown, in retrieval order;
 2. **candidates**: the span model's best spans over them (``span_reader.SpanModel``), merged with the reader's
    typed candidates (``READER_CANDIDATES``), each in its sentence; the model scores the reader's candidates too
    (in the same pass), where they stand in the passages read;
 3. **features** (``features``): the model's log-probability of the span, of "no answer" in its window and their gap,
-   its rank; the reader's score and whether it is the reader's own answer; whether the span's entity type is the
-   one the question asks for (a person for "who"), or another; whether it repeats the question; how much of the
-   question its sentence holds; the passage's rank;
+   its rank; the reader's score and whether it is the reader's own answer; whether the span's entity label is one
+   the question asks for, and whether its form cannot answer it (``contradicts``); whether it repeats the question;
+   how much of the question its sentence holds; the passage's rank; whether it crosses a clause break, lies inside
+   a better-scored span or holds one (the model's spans tend to run long);
 4. **calibration** (``calibration.Calibration``, fitted by ``benchmarks/reader_fit.py --reader span`` into
    ``span_calibration.json``): the probability each candidate is right, the chosen one's confidence, declined below
    the threshold;
