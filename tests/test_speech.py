@@ -27,12 +27,13 @@ MEDIA = Path(__file__).parent / "data" / "media_corpus"
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng is not installed "
                                   "(apt-get install espeak-ng; .ci/run installs it)")  # fmt: skip
 SPOKEN = {
-    "lighthouse.wav": "The old lighthouse on Gull Island was built in 1848. Its first keeper was Thomas Bell.",
+    "lighthouse.wav": "The lighthouse on Gull Island was built in 1848. Its first keeper was Thomas Bell.",
     "museum.mp3": "The museum on Main Street opens at nine in the morning. The director of the museum is Maria Garcia.",
     "train.mp4": "The train to Boston leaves from platform four. The driver of the train is John Miller.",
-}  # words espeak-ng says so that Whisper base hears them (it heard its "bakery" as "Maker", "ferry" as "ferret")
+}  # words espeak-ng says so that Whisper base hears them (it heard its "bakery" as "Maker", "ferry" as "ferret",
+# and on some CPUs "The old lighthouse" as "The oldite house")
 QUESTIONS = {  # asked of the index; only the speech says the answer
-    "lighthouse.wav": ("Who was the first keeper of the old lighthouse?", "Thomas Bell"),
+    "lighthouse.wav": ("Who was the first keeper of the lighthouse?", "Thomas Bell"),
     "museum.mp3": ("Who is the director of the museum on Main Street?", "Maria Garcia"),
     "train.mp4": ("Who is the driver of the train to Boston?", "John Miller"),
 }
