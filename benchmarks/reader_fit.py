@@ -124,7 +124,15 @@ def fit(rows: list[dict[str, Any]], names: list[str], c: float, precision: float
     2Wiki's 240 questions would otherwise set the weights for plain notes too."""
     from collections import Counter
 
-    from mmkg.generation.calibration import RULE_FAMILIES, Calibration, Isotonic, fit_isotonic, fit_logistic
+    from mmkg.generation.calibration import (
+        RULE_FAMILIES,
+        Calibration,
+        Isotonic,
+        RuleAnswer,
+        fit_isotonic,
+        fit_logistic,
+    )
+    from mmkg.generation.span_choice import policy
 
     feats, labels, fams = [], [], []
     for r in rows:
@@ -141,9 +149,6 @@ def fit(rows: list[dict[str, Any]], names: list[str], c: float, precision: float
         if r["options"]:
             feats_r = [o["features"] for o in r["options"]]
             if "sm_logp" in feats_r[0]:  # the span reader's order: a candidate of the asked type first
-                from mmkg.generation.calibration import RuleAnswer
-                from mmkg.generation.span_choice import policy
-
                 order, _, _, _ = policy(cal, r["type"], feats_r, RuleAnswer("span", 0.0, False, "", True))
                 best = r["options"][order[0]]
             else:

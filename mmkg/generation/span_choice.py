@@ -205,9 +205,10 @@ class SpanChooser:
 def policy(cal: Calibration, answer_type: str, features: Sequence[Mapping[str, float]], rule: RuleAnswer,
            ) -> tuple[list[int], list[float], Decision, bool]:  # fmt: skip
     """The choice among candidates with ``features``, as ``mmkg ask`` makes it and ``benchmarks/reader_fit.py``
-    fits it: each one's probability, their order (for a person, date or number question the spans not known to be
-    something else first: a telescope is no answer to "who"; then the most probable), the calibration's decision
-    over that order, and whether the chosen one contradicts the question's type (every candidate did: declined)."""
+    fits it: each one's probability, their order (for a person, date or number question the spans whose form can
+    answer it first, ``contradicts``: a year is no answer to "who"; then the most probable), the calibration's
+    decision over that order, and whether the chosen one contradicts the question's type (every candidate did:
+    declined)."""
     probs = [cal.candidate.prob(f) for f in features]
     strict = answer_type in STRICT_TYPES
     order = sorted(range(len(features)), key=lambda i: (bool(strict and features[i]["mistyped"]), -probs[i]))
